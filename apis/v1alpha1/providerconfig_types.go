@@ -1,0 +1,122 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+)
+
+// CloudSettings are the parts of a ProviderConfig that do not depend on where the credentials
+// come from.
+type CloudSettings struct {
+	// Cloud selects one entry when the credentials hold a whole clouds.yaml with several clouds
+	// under `clouds:`. Not needed when they hold a single entry or a clouds.yaml with one cloud.
+	// +optional
+	Cloud string `json:"cloud,omitempty"`
+
+	// Region overrides the region_name of the clouds.yaml entry.
+	// +optional
+	Region string `json:"region,omitempty"`
+}
+
+// ProviderConfigSpec configures how the provider reaches an OpenStack cloud on behalf of the
+// managed resources of one namespace.
+type ProviderConfigSpec struct {
+	CloudSettings `json:",inline"`
+
+	// Credentials to authenticate to OpenStack: a clouds.yaml entry (auth_url, region_name,
+	// project and domain, username/password or application_credential_id/secret, insecure,
+	// cacert), or a whole clouds.yaml.
+	Credentials NamespacedCredentials `json:"credentials"`
+}
+
+// NamespacedCredentials are the credentials a namespaced ProviderConfig may use: only a Secret
+// in its own namespace, so that a tenant of one namespace can neither read another namespace's
+// Secrets nor borrow the provider's own environment or filesystem.
+// +kubebuilder:validation:XValidation:rule="self.source != 'Secret' || has(self.secretRef)",message="credentials.secretRef is required when source is Secret"
+type NamespacedCredentials struct {
+	// Source of the credentials.
+	// +kubebuilder:validation:Enum=Secret
+	Source xpv2.CredentialsSource `json:"source"`
+
+	// SecretRef names the key of a Secret in the ProviderConfig's namespace that holds the
+	// clouds.yaml entry.
+	// +optional
+	SecretRef *xpv2.LocalSecretKeySelector `json:"secretRef,omitempty"`
+}
+
+// ProviderConfigStatus is the observed state of a ProviderConfig.
+type ProviderConfigStatus struct {
+	xpv2.ProviderConfigStatus `json:",inline"`
+}
+
+// +kubebuilder:object:root=true
+
+// A ProviderConfig configures how the provider reaches OpenStack for the managed resources in
+// its namespace. It may only read credentials from a Secret in that namespace.
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="SECRET-NAME",type="string",JSONPath=".spec.credentials.secretRef.name",priority=1
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,stackservices}
+// +kubebuilder:subresource:status
+type ProviderConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProviderConfigSpec   `json:"spec"`
+	Status ProviderConfigStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ProviderConfigList contains a list of ProviderConfig.
+type ProviderConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProviderConfig `json:"items"`
+}
+
+// ClusterProviderConfigSpec configures how the provider reaches an OpenStack cloud on behalf of
+// managed resources in any namespace.
+type ClusterProviderConfigSpec struct {
+	CloudSettings `json:",inline"`
+
+	// Credentials to authenticate to OpenStack: a clouds.yaml entry or a whole clouds.yaml.
+	Credentials ClusterCredentials `json:"credentials"`
+}
+
+// ClusterCredentials are the credentials a ClusterProviderConfig may use.
+// +kubebuilder:validation:XValidation:rule="self.source != 'Secret' || has(self.secretRef)",message="credentials.secretRef is required when source is Secret"
+// +kubebuilder:validation:XValidation:rule="self.source != 'Environment' || has(self.env)",message="credentials.env is required when source is Environment"
+// +kubebuilder:validation:XValidation:rule="self.source != 'Filesystem' || has(self.fs)",message="credentials.fs is required when source is Filesystem"
+type ClusterCredentials struct {
+	// Source of the credentials.
+	// +kubebuilder:validation:Enum=Secret;Environment;Filesystem
+	Source xpv2.CredentialsSource `json:"source"`
+
+	xpv2.CommonCredentialSelectors `json:",inline"`
+}
+
+// +kubebuilder:object:root=true
+
+// A ClusterProviderConfig configures how the provider reaches OpenStack for managed resources
+// in any namespace.
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="SECRET-NAME",type="string",JSONPath=".spec.credentials.secretRef.name",priority=1
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,stackservices}
+// +kubebuilder:subresource:status
+type ClusterProviderConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterProviderConfigSpec `json:"spec"`
+	Status ProviderConfigStatus      `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterProviderConfigList contains a list of ClusterProviderConfig.
+type ClusterProviderConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterProviderConfig `json:"items"`
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# cluster/dev.sh: the local development loop behind `make dev`.
+#
+# Usage:
+#   cluster/dev.sh up     control plane + OpenStack up, CRDs installed, provider running (built
+#                         from this tree), credentials and examples applied; waits until every
+#                         example managed resource is Ready
+#   cluster/dev.sh down   stop the provider, the control plane and OpenStack (data is kept)
+#   cluster/dev.sh status
+#
+# The provider runs as a local process (there is no kubelet here) against the control plane of
+# cluster/kube.sh, logging to $RUN_DIR/provider/provider.log. Its metrics and probe listeners
+# take free ports. The credentials Secret is written from the test bed's clouds.yaml; nothing
+# secret is committed.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
+STATE=${RUN_DIR}/provider
+BIN=${REPO_ROOT}/_output/bin/dev/provider
+DEV_POLL=${DEV_POLL:-15s}
+READY_TIMEOUT=${READY_TIMEOUT:-180}
+
+log() { printf 'dev.sh: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+kubectl_() { "$(cluster/tools.sh path kube)/kubectl" --kubeconfig "$(cluster/kube.sh kubeconfig)" "$@"; }
+
+free_port() {
+	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+provider_running() {
+	[[ -f ${STATE}/provider.pid ]] && kill -0 "$(cat "${STATE}/provider.pid")" 2>/dev/null
+}
+
+stop_provider() {
+	provider_running || return 0
+	local pid
+	pid=$(cat "${STATE}/provider.pid")
+	kill -TERM "${pid}" 2>/dev/null || true
+	for _ in $(seq 1 50); do
+		kill -0 "${pid}" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -KILL "${pid}" 2>/dev/null || true
+	rm -f "${STATE}/provider.pid"
+}
+
+credentials() {
+	# shellcheck disable=SC1090
+	source "$(cluster/openstack.sh env)"
+	kubectl_ create namespace crossplane-system --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
+	kubectl_ -n crossplane-system create secret generic openstack-credentials \
+		--from-file=clouds.yaml="${OS_CLIENT_CONFIG_FILE}" --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
+	kubectl_ -n default create secret generic openstack-credentials \
+		--from-file=clouds.yaml="${OS_CLIENT_CONFIG_FILE}" --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
+}
+
+start_provider() {
+	mkdir -p "${STATE}" "$(dirname "${BIN}")"
+	log "building the provider"
+	go build -o "${BIN}" ./cmd/provider
+	stop_provider
+	local metrics health
+	metrics=$(free_port)
+	health=$(free_port)
+	KUBECONFIG=$(cluster/kube.sh kubeconfig) setsid "${BIN}" --debug --poll="${DEV_POLL}" \
+		--metrics-bind-address="127.0.0.1:${metrics}" --health-probe-bind-address="127.0.0.1:${health}" \
+		>"${STATE}/provider.log" 2>&1 </dev/null &
+	echo $! >"${STATE}/provider.pid"
+	printf 'METRICS=127.0.0.1:%s\nHEALTH=127.0.0.1:%s\n' "${metrics}" "${health}" >"${STATE}/ports.env"
+	for _ in $(seq 1 50); do
+		curl -fsS "http://127.0.0.1:${health}/readyz" >/dev/null 2>&1 && return 0
+		provider_running || break
+		sleep 0.2
+	done
+	tail -n 30 "${STATE}/provider.log" >&2 || true
+	die "the provider did not become ready; log: ${STATE}/provider.log"
+}
+
+wait_ready() {
+	local deadline=$((SECONDS + READY_TIMEOUT)) pending
+	while :; do
+		pending=$(kubectl_ get managed -A -o jsonpath='{range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -v '=True$' || true)
+		[[ -z ${pending} ]] && return 0
+		if ((SECONDS > deadline)); then
+			kubectl_ get managed -A -o wide >&2 || true
+			die "not Ready after ${READY_TIMEOUT}s: ${pending//$'\n'/ }"
+		fi
+		sleep 2
+	done
+}
+
+cmd_up() {
+	local start=${SECONDS}
+	cluster/kube.sh up
+	cluster/openstack.sh up
+	log "installing CRDs"
+	kubectl_ apply --server-side -f package/crds >/dev/null
+	kubectl_ wait --for=condition=Established --timeout=60s -f package/crds >/dev/null
+	credentials
+	start_provider
+	log "applying examples/"
+	kubectl_ apply -R -f examples/
+	wait_ready
+	kubectl_ get managed -A
+	log "up in $((SECONDS - start))s. kubeconfig: $(cluster/kube.sh kubeconfig); provider log: ${STATE}/provider.log"
+	log "OpenStack CLI: source $(cluster/openstack.sh env); OS_CLOUD=demo openstack security group list"
+}
+
+cmd_down() {
+	stop_provider
+	cluster/kube.sh down
+	cluster/openstack.sh down
+}
+
+cmd_status() {
+	if provider_running; then
+		echo "provider   running (pid $(cat "${STATE}/provider.pid")), log ${STATE}/provider.log"
+	else
+		echo "provider   stopped"
+	fi
+	cluster/kube.sh status || true
+	cluster/openstack.sh status || true
+}
+
+cd "${REPO_ROOT}"
+case "${1:-}" in
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+*)
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,708 @@
+#!/usr/bin/env bash
+# cluster/openstack.sh: a local OpenStack (Keystone + Neutron) for the integration tests.
+#
+# Usage: cluster/openstack.sh install | up | down [--purge] | purge | status | env
+#
+#   install  install the Debian packages (fast no-op when they are installed)
+#   up       install, then start memcached, MariaDB, Keystone and Neutron on 127.0.0.1,
+#            initialise databases and the catalog on first use, wait until they answer,
+#            write $RUN_DIR/openstack/env and clouds.yaml
+#   down     stop what `up` started (by PID); data stays so the next `up` is fast
+#   purge    down, then delete all state (same as `down --purge`)
+#   status   show what runs
+#   env      print the path of the env file (source it for OS_* and NEUTRON_URL)
+#
+# Everything (configs rendered from cluster/openstack/*, database, key repositories, logs,
+# PID files, sockets) lives under $RUN_DIR/openstack (RUN_DIR defaults to <repo>/.run).
+# Nothing is written to /etc. Daemons are plain processes (no systemd here) started with
+# setsid, so each one leads its own process group and `down` can stop it with its workers.
+#
+# Services are functions named <service>_<step> (memcached_start, keystone_init, ...), so a
+# later service (Swift) adds its own functions and a line in cmd_up/cmd_down.
+set -euo pipefail
+# No job control, ever: background jobs then stay in our process group, so `setsid` execs
+# the daemon itself (no extra fork) and $! is the daemon's PID.
+set +m
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(dirname "$SCRIPT_DIR")
+TEMPLATE_DIR=$SCRIPT_DIR/openstack
+# Absolute: the daemons get these paths in their configs and run from another directory.
+RUN_DIR=$(realpath -m "${RUN_DIR:-$REPO_ROOT/.run}")
+STATE_DIR=$RUN_DIR/openstack
+ETC_DIR=$STATE_DIR/etc
+LOG_DIR=$STATE_DIR/log
+PID_DIR=$STATE_DIR/run
+DB_DIR=$STATE_DIR/mysql
+DB_SOCKET=$PID_DIR/mysqld.sock
+ENV_FILE=$STATE_DIR/env
+CLOUDS_FILE=$STATE_DIR/clouds.yaml
+# Written once the databases and the catalog are complete. Without it, state is partial
+# (an interrupted first `up`) and is rebuilt from scratch.
+INIT_MARKER=$STATE_DIR/.initialised
+LOCK_FILE=$RUN_DIR/.openstack.lock
+
+HOST=127.0.0.1
+MEMCACHED_PORT=11211
+MARIADB_PORT=3306
+KEYSTONE_PORT=5000
+NEUTRON_PORT=9696
+KEYSTONE_URL=http://$HOST:$KEYSTONE_PORT/v3
+NEUTRON_URL=http://$HOST:$NEUTRON_PORT
+REGION=RegionOne
+
+# Test-bed credentials (loopback only).
+ADMIN_PASSWORD="admin"
+DEMO_PASSWORD="demo"
+NEUTRON_PASSWORD="neutron"
+DB_PASSWORD="stackdb"
+
+# Start-up budgets in seconds (generous: the machine may be busy compiling).
+KEYSTONE_TIMEOUT=${OPENSTACK_KEYSTONE_TIMEOUT:-180}
+NEUTRON_TIMEOUT=${OPENSTACK_NEUTRON_TIMEOUT:-240}
+
+PACKAGES=(
+  keystone python3-openstackclient neutron-server memcached
+  uwsgi-core uwsgi-plugin-python3 mariadb-server mariadb-client python3-pymysql curl
+)
+
+# The OpenStack tools are Debian's Python programs: call them by absolute path with Debian's
+# /usr/bin/python3 first on PATH (the PATH python here is pyenv's, without these modules),
+# and keep the caller's OS_* variables away from keystone-manage and the openstack client.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+unset PYTHONPATH PYTHONHOME
+while IFS= read -r var; do unset "$var"; done < <(compgen -e | grep '^OS_' || true)
+
+log() { printf 'openstack: %s\n' "$*" >&2; }
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# die MESSAGE [LOG...]: print the message and the tail of each log, exit non-zero.
+die() {
+  local msg=$1 f
+  shift
+  log "ERROR: $msg"
+  for f in "$@"; do
+    [[ -s $f ]] || continue
+    printf -- '----- last lines of %s -----\n' "$f" >&2
+    tail -n 40 "$f" >&2
+  done
+  exit 1
+}
+
+# ---------------------------------------------------------------------------------------
+# Processes: PID files, start, stop
+# ---------------------------------------------------------------------------------------
+
+# Each service's process is recognised by a word of its command line, so a stale PID file
+# (e.g. after a reboot, the PID now belongs to something else) is never mistaken for ours.
+proc_pattern() {
+  case $1 in
+    memcached) echo memcached ;;
+    mariadb) echo mariadbd ;;
+    keystone) echo uwsgi ;;
+    neutron) echo neutron-server ;;
+    *) die "unknown service $1" ;;
+  esac
+}
+
+# pid_of SERVICE: print the PID of the running service, fail if it does not run.
+pid_of() {
+  local pidfile=$PID_DIR/$1.pid pid
+  [[ -f $pidfile ]] || return 1
+  pid=$(<"$pidfile")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  [[ -r /proc/$pid/cmdline ]] || return 1
+  [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == *"$(proc_pattern "$1")"* ]] || return 1
+  echo "$pid"
+}
+
+running() { pid_of "$1" >/dev/null; }
+
+# port_busy PORT: true when something accepts connections on 127.0.0.1:PORT.
+port_busy() { (: <"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# start_daemon SERVICE PORT LOGFILE COMMAND...: run COMMAND detached in its own session and
+# record its PID. The command must stay in the foreground (no self-daemonising).
+start_daemon() {
+  local svc=$1 port=$2 logfile=$3
+  shift 3
+  reap_orphans "$svc"
+  if port_busy "$port"; then
+    ss -ltnp "sport = :$port" >&2 2>/dev/null || true
+    die "$svc: port $HOST:$port is already in use by a process this script did not start"
+  fi
+  # 9>&-: the daemon must not inherit the lock of this script.
+  setsid "$@" </dev/null >>"$logfile" 2>&1 9>&- &
+  local pid=$!
+  echo "$pid" >"$PID_DIR/$svc.pid"
+  # Until the fork has exec'd, /proc/PID/cmdline is still this script's: wait for the exec
+  # so that `running` does not take the new daemon for a dead one.
+  for _ in $(seq 100); do
+    running "$svc" && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  running "$svc" || die "$svc exited at once" "$logfile"
+}
+
+# reap_orphans SERVICE: when a service's main process died (KILL, crash), its workers may
+# live on and hold the port. Kill them: members of the recorded process group that run
+# from our state dir (so a PID reused after a reboot never matches).
+reap_orphans() {
+  local pidfile=$PID_DIR/$1.pid pgid pid
+  [[ -f $pidfile ]] || return 0
+  pgid=$(<"$pidfile")
+  [[ $pgid =~ ^[0-9]+$ ]] || return 0
+  for pid in $(ps -eo pid=,pgid= | awk -v g="$pgid" '$2 == g { print $1 }'); do
+    [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == *"$STATE_DIR"* ]] || continue
+    log "killing pid $pid, left over from an earlier $1"
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+}
+
+# stop_service SERVICE [TIMEOUT]: TERM the service's process group, KILL what is left.
+stop_service() {
+  local svc=$1 timeout=${2:-30} pid deadline
+  if ! pid=$(pid_of "$svc"); then
+    reap_orphans "$svc"
+    rm -f "$PID_DIR/$svc.pid"
+    return 0
+  fi
+  log "stopping $svc (pid $pid)"
+  # setsid made the daemon a process-group leader: the group is exactly it and its workers.
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  deadline=$((SECONDS + timeout))
+  while group_alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+  if group_alive "$pid"; then
+    log "$svc did not stop within ${timeout}s, killing it"
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    deadline=$((SECONDS + 10))
+    while group_alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+  fi
+  rm -f "$PID_DIR/$svc.pid"
+}
+
+# group_alive PGID: true while a process of the group runs. Zombies do not count: the
+# daemons' parent is init by now, which may take seconds to reap them.
+group_alive() {
+  ps -eo pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+}
+
+# http_code URL [CURL ARGS...]: print the HTTP status of a GET (000 when nothing answers).
+http_code() {
+  local url=$1
+  shift
+  curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" "$url" || true
+}
+
+# wait_until SERVICE TIMEOUT DESCRIPTION LOGFILE COMMAND...: poll COMMAND until it succeeds;
+# fail with the log tail if the service's process exits or the time runs out.
+wait_until() {
+  local svc=$1 timeout=$2 what=$3 logfile=$4 deadline
+  shift 4
+  deadline=$((SECONDS + timeout))
+  until "$@"; do
+    running "$svc" || die "$svc exited before $what" "$logfile"
+    ((SECONDS < deadline)) || die "$svc: no $what after ${timeout}s" "$logfile"
+    sleep 0.25
+  done
+}
+
+http_ok() { [[ $(http_code "$1") == 200 ]]; }
+
+# ---------------------------------------------------------------------------------------
+# install
+# ---------------------------------------------------------------------------------------
+
+missing_packages() {
+  local installed
+  installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${PACKAGES[@]}" 2>/dev/null |
+    awk '$1 == "ii" { print $2 }' || true)
+  local p
+  for p in "${PACKAGES[@]}"; do
+    grep -qx -- "$p" <<<"$installed" || echo "$p"
+  done
+}
+
+# Without a policy-rc.d that denies, the packages' postinst scripts start memcached, MariaDB,
+# Keystone and Neutron with Debian's configs, listening on all interfaces and holding the
+# ports this test bed needs.
+ensure_policy_rc_d() {
+  local f=/usr/sbin/policy-rc.d
+  if [[ -x $f ]] && grep -q 'exit 101' "$f"; then return 0; fi
+  [[ -e $f ]] && cp -p "$f" "$f.before-openstack-sh"
+  printf '#!/bin/sh\n# Written by cluster/openstack.sh: packages must not start daemons.\nexit 101\n' >"$f"
+  chmod 755 "$f"
+}
+
+# The PIDs of processes the packages could start (by executable name, which ps cuts at 15
+# characters: hence neutron-.*).
+package_daemon_pids() {
+  ps -eo pid=,comm= | awk '$2 ~ /^(memcached|mariadbd|mysqld|mysqld_safe|mariadbd-safe|uwsgi|keystone|neutron-.*)$/ { print $1 }' | sort
+}
+
+# Stop daemons that appeared during the installation (a policy-rc.d that did not work):
+# only PIDs that did not exist before apt-get ran and do not run from our state dir.
+stop_package_daemons() {
+  local before=$1 pid cmdline
+  for pid in $(comm -13 <(printf '%s\n' "$before") <(package_daemon_pids)); do
+    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+    [[ $cmdline == *"$STATE_DIR"* ]] && continue
+    log "stopping pid $pid ($cmdline), started by a package postinst"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+}
+
+cmd_install() {
+  local missing before t0
+  missing=$(missing_packages)
+  [[ -z $missing ]] && return 0
+  t0=$(now)
+  # shellcheck disable=SC2086 # word splitting of the package list is intended
+  log "installing packages:" $missing
+  [[ $(id -u) == 0 ]] || die "installing packages needs root"
+  ensure_policy_rc_d
+  before=$(package_daemon_pids)
+  local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -q -o Dpkg::Use-Pty=0)
+  "${apt[@]}" update >&2
+  # shellcheck disable=SC2086
+  if ! "${apt[@]}" install -y --no-install-recommends $missing >&2; then
+    # A mirror hiccup (or a parallel apt run) fails a download now and then: retry once.
+    log "apt-get install failed, retrying once"
+    "${apt[@]}" update >&2
+    # shellcheck disable=SC2086
+    "${apt[@]}" install -y --no-install-recommends $missing >&2 || die "apt-get install failed"
+  fi
+  stop_package_daemons "$before"
+  missing=$(missing_packages)
+  [[ -z $missing ]] || die "packages still missing after install: $missing"
+  log "packages installed in $(elapsed "$t0")s"
+}
+
+# ---------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------
+
+# render TEMPLATE: write $ETC_DIR/TEMPLATE with the @VARS@ of cluster/openstack/TEMPLATE set.
+render() {
+  sed -e "s|@STATE_DIR@|$STATE_DIR|g" \
+    -e "s|@ETC_DIR@|$ETC_DIR|g" \
+    -e "s|@LOG_DIR@|$LOG_DIR|g" \
+    -e "s|@DB_SOCKET@|$DB_SOCKET|g" \
+    -e "s|@DB_PASSWORD@|$DB_PASSWORD|g" \
+    -e "s|@MEMCACHED@|$HOST:$MEMCACHED_PORT|g" \
+    -e "s|@KEYSTONE_HOST@|$HOST|g" \
+    -e "s|@KEYSTONE_PORT@|$KEYSTONE_PORT|g" \
+    -e "s|@KEYSTONE_URL@|http://$HOST:$KEYSTONE_PORT|g" \
+    -e "s|@NEUTRON_HOST@|$HOST|g" \
+    -e "s|@NEUTRON_PORT@|$NEUTRON_PORT|g" \
+    -e "s|@NEUTRON_PASSWORD@|$NEUTRON_PASSWORD|g" \
+    "$TEMPLATE_DIR/$1" >"$ETC_DIR/$1.tmp"
+  mv "$ETC_DIR/$1.tmp" "$ETC_DIR/$1"
+}
+
+render_configs() {
+  local t
+  for t in keystone.conf keystone-uwsgi.ini neutron.conf ml2_conf.ini; do render "$t"; done
+}
+
+write_client_files() {
+  cat >"$ENV_FILE.tmp" <<EOF
+# Written by cluster/openstack.sh: the local OpenStack test bed.
+export OS_AUTH_URL=$KEYSTONE_URL
+export OS_REGION_NAME=$REGION
+export OS_IDENTITY_API_VERSION=3
+export OS_USER_DOMAIN_NAME=Default
+export OS_PROJECT_DOMAIN_NAME=Default
+export OS_ADMIN_USERNAME=admin
+export OS_ADMIN_PASSWORD=$ADMIN_PASSWORD
+export OS_ADMIN_PROJECT_NAME=admin
+export OS_DEMO_USERNAME=demo
+export OS_DEMO_PASSWORD=$DEMO_PASSWORD
+export OS_DEMO_PROJECT_NAME=demo
+export NEUTRON_URL=$NEUTRON_URL
+export OS_CLIENT_CONFIG_FILE=$CLOUDS_FILE
+EOF
+  mv "$ENV_FILE.tmp" "$ENV_FILE"
+  local cloud user password
+  {
+    echo "# Written by cluster/openstack.sh: the local OpenStack test bed."
+    echo "clouds:"
+    for cloud in admin demo; do
+      user=$cloud
+      if [[ $cloud == admin ]]; then password=$ADMIN_PASSWORD; else password=$DEMO_PASSWORD; fi
+      cat <<EOF
+  $cloud:
+    auth:
+      auth_url: $KEYSTONE_URL
+      username: $user
+      password: $password
+      project_name: $cloud
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: $REGION
+    interface: public
+    identity_api_version: 3
+EOF
+    done
+  } >"$CLOUDS_FILE.tmp"
+  mv "$CLOUDS_FILE.tmp" "$CLOUDS_FILE"
+}
+
+# ---------------------------------------------------------------------------------------
+# memcached: Keystone's cache and keystonemiddleware's token cache. Started first because
+# keystone-manage already talks to it.
+# ---------------------------------------------------------------------------------------
+
+memcached_start() {
+  running memcached && return 0
+  start_daemon memcached "$MEMCACHED_PORT" "$LOG_DIR/memcached.log" \
+    /usr/bin/memcached -u root -l "$HOST" -p "$MEMCACHED_PORT" -U 0 -m 128 -c 1024
+  wait_until memcached 10 "listening port" "$LOG_DIR/memcached.log" port_busy "$MEMCACHED_PORT"
+}
+
+# ---------------------------------------------------------------------------------------
+# MariaDB, not SQLite: Neutron on SQLite fails with "database is locked" under parallel tests
+# and its migrations ALTER constraints, which SQLite cannot do.
+# ---------------------------------------------------------------------------------------
+
+# mariadb_sql: run the SQL on stdin as the database root (unix-socket auth as OS root).
+mariadb_sql() { /usr/bin/mariadb --no-defaults --socket="$DB_SOCKET" -u root; }
+
+mariadb_init() {
+  rm -rf "$DB_DIR"
+  mkdir -p "$DB_DIR"
+  /usr/bin/mariadb-install-db --no-defaults --datadir="$DB_DIR" --user=root \
+    --auth-root-authentication-method=socket --skip-test-db --skip-name-resolve \
+    >"$LOG_DIR/mariadb-install-db.log" 2>&1 ||
+    die "mariadb-install-db failed" "$LOG_DIR/mariadb-install-db.log"
+}
+
+mariadb_start() {
+  running mariadb && return 0
+  # --no-defaults: ignore /etc/mysql. Binary log off and a relaxed flush: the data is
+  # disposable and migrations run much faster.
+  start_daemon mariadb "$MARIADB_PORT" "$LOG_DIR/mariadb.log" \
+    /usr/sbin/mariadbd --no-defaults --user=root --datadir="$DB_DIR" \
+    --bind-address="$HOST" --port="$MARIADB_PORT" --socket="$DB_SOCKET" \
+    --pid-file="$PID_DIR/mariadbd.pid" --log-error="$LOG_DIR/mariadb.log" \
+    --skip-log-bin --innodb-flush-log-at-trx-commit=2 --skip-name-resolve \
+    --max-connections=1000
+  wait_until mariadb 60 "answer on $DB_SOCKET" "$LOG_DIR/mariadb.log" mariadb_ping
+}
+
+mariadb_ping() {
+  /usr/bin/mariadb-admin --no-defaults --socket="$DB_SOCKET" -u root --silent ping >/dev/null 2>&1
+}
+
+# mariadb_create_db NAME: a database and a user of the same name (password $DB_PASSWORD).
+mariadb_create_db() {
+  mariadb_sql <<EOF
+DROP DATABASE IF EXISTS $1;
+CREATE DATABASE $1 CHARACTER SET utf8;
+CREATE OR REPLACE USER '$1'@'localhost' IDENTIFIED BY '$DB_PASSWORD';
+GRANT ALL PRIVILEGES ON $1.* TO '$1'@'localhost';
+EOF
+}
+
+# ---------------------------------------------------------------------------------------
+# Keystone under uwsgi (2 processes, 1 thread), fernet tokens, cache on memcached.
+# ---------------------------------------------------------------------------------------
+
+keystone_manage() { /usr/bin/keystone-manage --config-file "$ETC_DIR/keystone.conf" "$@"; }
+
+keystone_init() {
+  local logf=$LOG_DIR/keystone-manage.log
+  mariadb_create_db keystone
+  # The key repositories of fernet_setup, receipt_setup and credential_setup (credential
+  # keys are required for EC2 credentials). Each keystone-manage run spends 5-15 s of CPU
+  # importing keystone on this busy machine, so write what those commands write instead:
+  # a primary key "1" and a staged key "0", each a url-safe base64 encoding of 32 random
+  # bytes (cryptography's Fernet.generate_key), in a 0700 directory.
+  local dir
+  for dir in fernet-keys fernet-receipts credential-keys; do
+    keystone_key_repository "$STATE_DIR/keystone/$dir"
+  done
+  keystone_manage db_sync >>"$logf" 2>&1 ||
+    die "keystone-manage db_sync failed" "$logf" "$LOG_DIR/keystone.log"
+  keystone_manage bootstrap \
+    --bootstrap-username admin --bootstrap-password "$ADMIN_PASSWORD" \
+    --bootstrap-project-name admin --bootstrap-role-name admin \
+    --bootstrap-service-name keystone --bootstrap-region-id "$REGION" \
+    --bootstrap-admin-url "$KEYSTONE_URL" --bootstrap-internal-url "$KEYSTONE_URL" \
+    --bootstrap-public-url "$KEYSTONE_URL" >>"$logf" 2>&1 ||
+    die "keystone-manage bootstrap failed" "$logf" "$LOG_DIR/keystone.log"
+}
+
+# keystone_key_repository DIR: a fresh Fernet key repository, as `keystone-manage
+# fernet_setup` leaves it.
+keystone_key_repository() {
+  local key
+  rm -rf "$1"
+  mkdir -p "$1"
+  chmod 700 "$1"
+  for key in 0 1; do
+    (umask 077 && head -c 32 /dev/urandom | base64 -w 0 | tr '+/' '-_' >"$1/$key")
+  done
+}
+
+keystone_start() {
+  running keystone && return 0
+  start_daemon keystone "$KEYSTONE_PORT" "$LOG_DIR/keystone-uwsgi.log" \
+    /usr/bin/uwsgi --ini "$ETC_DIR/keystone-uwsgi.ini"
+}
+
+keystone_wait() {
+  wait_until keystone "$KEYSTONE_TIMEOUT" "200 on GET $KEYSTONE_URL" \
+    "$LOG_DIR/keystone-uwsgi.log" http_ok "$KEYSTONE_URL"
+}
+
+# The catalog beyond `keystone-manage bootstrap`, as commands for one `openstack` process
+# reading stdin (one process per command costs about 2 s of start-up each). That shell
+# does not honour quotes: no argument may contain a space. Each service that needs users
+# or endpoints prints its commands in its own <service>_catalog function.
+# (bootstrap already made the roles admin, member and reader.)
+keystone_catalog() {
+  cat <<EOF
+project create --domain default --or-show service
+project create --domain default --or-show demo
+role create --or-show service
+user create --domain default --password $DEMO_PASSWORD --or-show demo
+role add --project demo --user demo member
+EOF
+}
+
+neutron_catalog() {
+  cat <<EOF
+user create --domain default --password $NEUTRON_PASSWORD --or-show neutron
+role add --project service --user neutron admin
+role add --project service --user neutron service
+service create --name neutron network
+endpoint create --region $REGION network public $NEUTRON_URL
+endpoint create --region $REGION network internal $NEUTRON_URL
+endpoint create --region $REGION network admin $NEUTRON_URL
+EOF
+}
+
+# auth USER PASSWORD PROJECT [CURL ARGS...]: POST a password auth scoped to the project.
+auth() {
+  local body
+  body="{\"auth\":{\"identity\":{\"methods\":[\"password\"],\"password\":{\"user\":{\"name\":\"$1\",\"domain\":{\"name\":\"Default\"},\"password\":\"$2\"}}},\"scope\":{\"project\":{\"name\":\"$3\",\"domain\":{\"name\":\"Default\"}}}}}"
+  shift 3
+  curl -s --max-time 10 -H 'Content-Type: application/json' -d "$body" "$@" \
+    "$KEYSTONE_URL/auth/tokens" || true
+}
+
+# token USER PASSWORD PROJECT: print a project-scoped token (empty when refused).
+token() {
+  auth "$@" -D - -o /dev/null | awk 'tolower($1) == "x-subject-token:" { print $2 }' | tr -d '\r'
+}
+
+catalog_init() {
+  local logf=$LOG_DIR/catalog.log
+  {
+    keystone_catalog
+    neutron_catalog
+  } | env OS_AUTH_URL="$KEYSTONE_URL" OS_IDENTITY_API_VERSION=3 OS_REGION_NAME="$REGION" \
+    OS_USERNAME=admin OS_PASSWORD="$ADMIN_PASSWORD" OS_PROJECT_NAME=admin \
+    OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default \
+    /usr/bin/openstack >"$logf" 2>&1 || die "creating the catalog failed" "$logf"
+  # The interactive client goes on after a failed command: check the result.
+  [[ -n $(token neutron "$NEUTRON_PASSWORD" service) ]] ||
+    die "catalog incomplete: user neutron cannot log in to project service" "$logf"
+  # Clients find Neutron through the catalog of the token.
+  auth demo "$DEMO_PASSWORD" demo | grep -q '"type": *"network"' ||
+    die "catalog incomplete: user demo gets no token or no network endpoint" "$logf"
+}
+
+# ---------------------------------------------------------------------------------------
+# Neutron: API server only, ML2 without agents, no message bus.
+# ---------------------------------------------------------------------------------------
+
+neutron_init() {
+  local logf=$LOG_DIR/neutron-db-manage.log
+  mariadb_create_db neutron
+  /usr/bin/neutron-db-manage --config-file "$ETC_DIR/neutron.conf" \
+    --config-file "$ETC_DIR/ml2_conf.ini" upgrade head >"$logf" 2>&1 ||
+    die "neutron-db-manage upgrade head failed" "$logf"
+}
+
+neutron_start() {
+  running neutron && return 0
+  mkdir -p "$STATE_DIR/neutron/lock"
+  start_daemon neutron "$NEUTRON_PORT" "$LOG_DIR/neutron-server.out" \
+    /usr/bin/neutron-server --config-file "$ETC_DIR/neutron.conf" \
+    --config-file "$ETC_DIR/ml2_conf.ini"
+}
+
+neutron_wait() {
+  wait_until neutron "$NEUTRON_TIMEOUT" "200 on GET $NEUTRON_URL/" \
+    "$LOG_DIR/neutron-server.log" http_ok "$NEUTRON_URL/"
+}
+
+# The end-to-end check: the demo user lists security groups through Neutron (Keystone,
+# keystonemiddleware's service user, the database and the ML2 plugin all take part).
+neutron_api_ok() {
+  local tok
+  tok=$(token demo "$DEMO_PASSWORD" demo)
+  [[ -n $tok ]] && [[ $(http_code "$NEUTRON_URL/v2.0/security-groups" -H "X-Auth-Token: $tok") == 200 ]]
+}
+
+# ---------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------
+
+SERVICES=(memcached mariadb keystone neutron) # start order; stopped in reverse
+
+all_running() {
+  local s
+  for s in "${SERVICES[@]}"; do running "$s" || return 1; done
+}
+
+stop_all() {
+  stop_service neutron 30
+  stop_service keystone 30
+  stop_service mariadb 60
+  stop_service memcached 10
+}
+
+# On TERM or INT, end the set-up steps still running in this script's background jobs
+# (keystone-manage, neutron-db-manage, waits), or they would go on after we exit and hold
+# the lock. Daemons run in their own sessions and are left alone: their PID files track them.
+on_interrupt() {
+  trap - INT TERM
+  log "interrupted"
+  local table sid queue=("$$") found=() p c
+  table=$(ps -eo pid=,ppid=,sid=)
+  sid=$(awk -v p="$$" '$1 == p { print $3 }' <<<"$table")
+  while ((${#queue[@]})); do
+    p=${queue[0]}
+    queue=("${queue[@]:1}")
+    while read -r c; do
+      found+=("$c")
+      queue+=("$c")
+    done < <(awk -v p="$p" -v s="$sid" '$2 == p && $3 == s { print $1 }' <<<"$table")
+  done
+  ((${#found[@]} == 0)) || kill -TERM "${found[@]}" 2>/dev/null || true
+  exit 130
+}
+
+take_lock() {
+  mkdir -p "$RUN_DIR"
+  exec 9>"$LOCK_FILE"
+  flock 9
+}
+
+cmd_up() {
+  local t0 fresh=false
+  t0=$(now)
+  # A unix socket path must fit in 108 bytes.
+  ((${#DB_SOCKET} < 100)) || die "RUN_DIR is too long for MariaDB's socket path: $DB_SOCKET"
+  trap on_interrupt INT TERM
+  take_lock
+  cmd_install
+  if [[ -f $INIT_MARKER ]] && all_running && http_ok "$KEYSTONE_URL" &&
+    http_ok "$NEUTRON_URL/" && neutron_api_ok; then
+    write_client_files
+    log "already running (checked in $(elapsed "$t0")s); env: $ENV_FILE"
+    return 0
+  fi
+  if [[ ! -f $INIT_MARKER ]]; then
+    # First start, or an earlier first start did not finish: begin from nothing.
+    fresh=true
+    stop_all
+    rm -rf "$STATE_DIR"
+  fi
+  mkdir -p "$ETC_DIR" "$LOG_DIR" "$PID_DIR" "$STATE_DIR/neutron/lock" "$STATE_DIR/keystone/lock"
+  render_configs
+
+  memcached_start
+  if $fresh; then
+    mariadb_init
+  else
+    # Importing keystone in the uwsgi workers is the longest step of a restart and needs
+    # no database: let it overlap with MariaDB's start.
+    keystone_start
+  fi
+  mariadb_start
+
+  # Keystone's and Neutron's set-ups are independent until the first authenticated call:
+  # run them side by side (neutron-db-manage alone takes about 25 s).
+  (
+    if $fresh; then keystone_init; fi
+    keystone_start
+    keystone_wait
+    if $fresh; then catalog_init; fi
+  ) &
+  local keystone_job=$!
+  (
+    if $fresh; then neutron_init; fi
+    neutron_start
+    neutron_wait
+  ) &
+  local neutron_job=$!
+  local rc=0
+  wait "$keystone_job" || rc=1
+  wait "$neutron_job" || rc=1
+  ((rc == 0)) || die "start-up failed (see above); logs in $LOG_DIR; \`$0 down\` stops what runs"
+
+  wait_until neutron 60 "authenticated security-group list as demo" \
+    "$LOG_DIR/neutron-server.log" neutron_api_ok
+  if $fresh; then touch "$INIT_MARKER"; fi
+  write_client_files
+  log "up in $(elapsed "$t0")s ($($fresh && echo "new state" || echo "existing state")); env: $ENV_FILE"
+}
+
+cmd_down() {
+  [[ -d $STATE_DIR ]] || return 0
+  take_lock
+  stop_all
+  if [[ ${1:-} == --purge ]]; then
+    rm -rf "$STATE_DIR"
+    log "stopped and purged $STATE_DIR"
+  else
+    log "stopped (data kept in $STATE_DIR)"
+  fi
+}
+
+cmd_status() {
+  local s pid
+  if [[ ! -d $STATE_DIR ]]; then
+    echo "openstack: no state in $STATE_DIR"
+    return 0
+  fi
+  for s in "${SERVICES[@]}"; do
+    if pid=$(pid_of "$s"); then
+      printf '%-10s running (pid %s)\n' "$s" "$pid"
+    else
+      printf '%-10s stopped\n' "$s"
+    fi
+  done
+  printf '%-10s GET %s -> %s\n' keystone "$KEYSTONE_URL" "$(http_code "$KEYSTONE_URL")"
+  printf '%-10s GET %s/ -> %s\n' neutron "$NEUTRON_URL" "$(http_code "$NEUTRON_URL/")"
+  printf 'initialised: %s\n' "$([[ -f $INIT_MARKER ]] && echo yes || echo no)"
+  printf 'env file:    %s\n' "$ENV_FILE"
+}
+
+main() {
+  local cmd=${1:-}
+  shift || true
+  case $cmd in
+    install) cmd_install ;;
+    up) cmd_up ;;
+    down) cmd_down "$@" ;;
+    purge) cmd_down --purge ;;
+    status) cmd_status ;;
+    env) echo "$ENV_FILE" ;;
+    *)
+      echo "usage: $0 install|up|down [--purge]|purge|status|env" >&2
+      exit 2
+      ;;
+  esac
+}
+
+main "$@"

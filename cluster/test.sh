@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# cluster/test.sh: everything `make test` runs, with the real servers it needs.
+#
+# Brings up (building on first use) the Kubernetes binaries the integration tests start per run
+# and the local OpenStack; runs the unit tests, the integration tests against the real servers
+# and the package build; then stops what it started. Servers that were already running (a
+# `make dev` session) are left running. Every step prints how long it took.
+#
+# Environment: GO_TEST_FLAGS (extra flags for go test), TEST_RUN (a -run pattern for the
+# integration tests), SKIP_XPKG=1 (skip the package build).
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${REPO_ROOT}"
+
+log() { printf 'test.sh: %s\n' "$*" >&2; }
+
+step() {
+	local name=$1 start=${SECONDS}
+	shift
+	log "${name}..."
+	"$@"
+	log "${name}: done in $((SECONDS - start))s"
+}
+
+started_openstack=
+cleanup() {
+	local rc=$?
+	if [[ -n ${started_openstack} ]]; then
+		cluster/openstack.sh down || true
+	fi
+	log "total $((SECONDS))s, exit ${rc}"
+	exit "${rc}"
+}
+trap cleanup EXIT
+
+# GO_TEST_FLAGS is a list of flags: split on purpose.
+read -r -a go_test_flags <<<"${GO_TEST_FLAGS:-}"
+
+unit() { go test -count=1 "${go_test_flags[@]}" ./...; }
+
+integration() {
+	# shellcheck disable=SC1090
+	source "$(cluster/openstack.sh env)"
+	KUBEBUILDER_ASSETS=$(cluster/tools.sh path kube) \
+		go test -count=1 -tags integration -timeout 30m "${go_test_flags[@]}" \
+		${TEST_RUN:+-run "${TEST_RUN}"} -v ./test/integration/... 2>&1 | tee "${REPO_ROOT}/_output/integration.log" |
+		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|test bed)|_test.go:[0-9]+:' || true
+	# tee hides go test's status; the log's last word tells it.
+	tail -n 5 "${REPO_ROOT}/_output/integration.log" | grep -q '^ok' || {
+		log "integration tests failed; full log: _output/integration.log"
+		tail -n 60 "${REPO_ROOT}/_output/integration.log" >&2
+		return 1
+	}
+}
+
+mkdir -p _output
+step "unit tests" unit
+step "kubernetes binaries" cluster/tools.sh kube
+if ! cluster/openstack.sh status >/dev/null 2>&1; then
+	started_openstack=1
+fi
+step "openstack up" cluster/openstack.sh up
+step "integration tests" integration
+if [[ -z ${SKIP_XPKG:-} ]]; then
+	step "package build" cluster/xpkg.sh
+fi

@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# cluster/tools.sh: build the test bed's tool binaries from Go modules and cache them by version.
+#
+# Usage:
+#   cluster/tools.sh <tool>[@<version>]...   build (or find in the cache) each tool
+#   cluster/tools.sh all                     kube, etcd and crossplane-cli at their default versions
+#   cluster/tools.sh path <tool>[@<version>] print the cached binary directory (kube, etcd) or
+#                                            binary path (crossplane-cli); builds nothing
+#
+# Tools:
+#   kube            k8s.io/kubernetes kube-apiserver, kube-controller-manager, kubectl, plus the
+#                   etcd that runs behind them, in one directory usable as KUBEBUILDER_ASSETS
+#   etcd            etcd, etcdctl, etcdutl (any version: etcd@v3.5.35, or ETCD_VERSION=...)
+#   crossplane-cli  the `crossplane` CLI (xpkg build/push, render)
+#
+# Why not `go install tool@version`: kubernetes and etcd carry replace directives that `go install`
+# refuses, and the Go proxy here refuses the version listing it asks for crossplane modules. Each
+# tool is therefore built in its own scratch module under $CACHE_DIR/src/<tool>-<version>/,
+# outside the project's go.mod, so its dependency graph never touches the provider's.
+#
+# Environment: CACHE_DIR (default <repo root>/.cache), KUBE_VERSION, KUBE_ETCD_VERSION,
+# ETCD_VERSION, CROSSPLANE_CLI_VERSION.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE_DIR=${CACHE_DIR:-${REPO_ROOT}/.cache}
+
+KUBE_VERSION=${KUBE_VERSION:-v1.35.8}
+# The etcd placed next to kube-apiserver. Kept apart from ETCD_VERSION so that building another
+# etcd version for the etcd features never changes the one behind the API server.
+# Debian's etcd 3.4 lacks watch progress notifications, hence a built 3.6.
+KUBE_ETCD_VERSION=${KUBE_ETCD_VERSION:-v3.6.16}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
+CROSSPLANE_CLI_VERSION=${CROSSPLANE_CLI_VERSION:-v2.5.0}
+
+# Static, reproducible binaries that do not depend on the build host's libc. GOWORK=off keeps a
+# go.work in the repository (if one appears) from capturing the scratch modules under .cache/.
+# -mod=mod lets go build record any go.sum line go get did not; -buildvcs=false because the scratch
+# modules sit inside the project's git work tree.
+export CGO_ENABLED=0 GOWORK=off GOFLAGS="${GOFLAGS:-} -mod=mod -buildvcs=false"
+
+log() { printf 'tools.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+usage() {
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+}
+
+# all_exist FILE... succeeds when every file is an executable regular file (or a symlink to one).
+all_exist() {
+	local f
+	for f in "$@"; do
+		[[ -x "$f" && -f "$f" ]] || return 1
+	done
+}
+
+# with_lock NAME CMD... runs CMD holding an exclusive lock, so that two make targets asking for
+# the same tool at once build it once instead of racing on the same scratch module and outputs.
+with_lock() {
+	local name=$1
+	shift
+	mkdir -p "${CACHE_DIR}/locks"
+	(
+		flock 9
+		"$@"
+	) 9>"${CACHE_DIR}/locks/${name}.lock"
+}
+
+# quiet CMD... runs a go command with its chatter (downloads, "go: added ...") going to $BUILD_LOG;
+# on failure the end of that log, which holds the go error, is shown.
+quiet() {
+	if ! "$@" >>"${BUILD_LOG}" 2>&1; then
+		tail -n 40 "${BUILD_LOG}" >&2
+		log "full log: ${BUILD_LOG}"
+		return 1
+	fi
+}
+
+# scratch_module DIR NAME creates (once) an empty module in DIR, enters it and starts a fresh
+# build.log there.
+scratch_module() {
+	local dir=$1 name=$2
+	mkdir -p "${dir}"
+	cd "${dir}"
+	BUILD_LOG=${dir}/build.log
+	: >"${BUILD_LOG}"
+	if [[ ! -f go.mod ]]; then
+		go mod init "scratch.local/${name}" >/dev/null 2>&1 || die "go mod init in ${dir} failed"
+	fi
+}
+
+# gobuild OUT PKG [LDFLAGS] builds PKG into OUT via a temporary name, so an interrupted build
+# never leaves a file the cache check would mistake for a finished binary.
+gobuild() {
+	local out=$1 pkg=$2 ldflags=${3:-}
+	mkdir -p "$(dirname "${out}")"
+	quiet go build -trimpath -ldflags "-s -w ${ldflags}" -o "${out}.tmp" "${pkg}" ||
+		die "go build ${pkg} failed (see the go error above)"
+	mv -f "${out}.tmp" "${out}"
+}
+
+# ---------------------------------------------------------------------------------------------
+# etcd
+
+etcd_dir() { echo "${CACHE_DIR}/etcd/$1"; }
+
+build_etcd() {
+	local version=$1 dir
+	dir=$(etcd_dir "${version}")
+	all_exist "${dir}/etcd" "${dir}/etcdctl" "${dir}/etcdutl" && return 0
+	local start=${SECONDS}
+	log "building etcd ${version} (about 90 CPU-seconds)"
+	(
+		scratch_module "${CACHE_DIR}/src/etcd-${version}" "etcd"
+		quiet go get "go.etcd.io/etcd/server/v3@${version}" "go.etcd.io/etcd/etcdutl/v3@${version}" \
+			"go.etcd.io/etcd/etcdctl/v3@${version}" || die "go get etcd ${version} failed"
+		# `package main` lives at each module's root.
+		gobuild "${dir}/etcd" go.etcd.io/etcd/server/v3
+		gobuild "${dir}/etcdctl" go.etcd.io/etcd/etcdctl/v3
+		gobuild "${dir}/etcdutl" go.etcd.io/etcd/etcdutl/v3
+	)
+	log "built etcd ${version} in $((SECONDS - start))s -> ${dir}"
+}
+
+# ---------------------------------------------------------------------------------------------
+# kube
+
+kube_dir() { echo "${CACHE_DIR}/kube/$1"; }
+
+# kube_staging_replaces KUBERNETES_GO_MOD STAGING_VERSION prints one replace directive per staging
+# module that kubernetes' own go.mod points at ./staging/...: as a dependency those local paths
+# mean nothing, and the k8s.io/* v0.0.0 requirements only resolve through these replaces.
+kube_staging_replaces() {
+	local gomod=$1 staging=$2
+	awk -v v="${staging}" '
+		# Both the block form "replace ( ... )" and single-line "replace a => b" are handled.
+		$1 == "replace" && $2 == "(" { inblock = 1; next }
+		inblock && $1 == ")" { inblock = 0; next }
+		{
+			line = $0
+			sub(/^[ \t]+/, "", line)
+			sub(/^replace[ \t]+/, "", line)
+			if ((inblock || $1 == "replace") && line ~ /=>[ \t]*\.\/staging\//) {
+				split(line, parts, /[ \t]+/)
+				printf "replace %s => %s %s\n", parts[1], parts[1], v
+			}
+		}' "${gomod}"
+}
+
+build_kube() {
+	local version=$1 dir
+	dir=$(kube_dir "${version}")
+	# etcd first: it is cheap and kube's directory is only complete with it.
+	with_lock "etcd-${KUBE_ETCD_VERSION}" build_etcd "${KUBE_ETCD_VERSION}"
+	local etcd_bin
+	etcd_bin="$(etcd_dir "${KUBE_ETCD_VERSION}")/etcd"
+	if ! all_exist "${dir}/kube-apiserver" "${dir}/kube-controller-manager" "${dir}/kubectl"; then
+		local start=${SECONDS}
+		log "building kubernetes ${version} (about 5 minutes cold)"
+		(
+			local src="${CACHE_DIR}/src/kube-${version}"
+			scratch_module "${src}" "kube"
+			local staging="v0.${version#v1.}"
+			local gomod
+			gomod=$(go mod download -json "k8s.io/kubernetes@${version}" 2>>"${BUILD_LOG}" |
+				sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+			[[ -f "${gomod}" ]] || die "cannot download k8s.io/kubernetes@${version}"
+			local replaces
+			replaces=$(kube_staging_replaces "${gomod}" "${staging}")
+			[[ -n "${replaces}" ]] || die "no ./staging replaces found in ${gomod}"
+			# Rewrite the replace list every time: cheap, and keeps go.mod correct if an earlier
+			# attempt was interrupted halfway.
+			sed -i '/^replace /d' go.mod
+			printf '%s\n' "${replaces}" >>go.mod
+			log "kubernetes ${version}: $(wc -l <<<"${replaces}") staging modules pinned to ${staging}"
+			local cmds=(kube-apiserver kube-controller-manager kubectl) c pkgs=()
+			for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${c}@${version}"); done
+			quiet go get "${pkgs[@]}" || die "go get kubernetes ${version} failed"
+			# What kubernetes' hack/lib/version.sh stamps: without it the server reports
+			# v0.0.0-master, which clients comparing server versions refuse or misjudge.
+			local minor=${version#v1.}
+			minor=${minor%%.*}
+			local ld="" p
+			for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+				ld+=" -X ${p}.gitVersion=${version} -X ${p}.gitMajor=1 -X ${p}.gitMinor=${minor}"
+				ld+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=1970-01-01T00:00:00Z"
+			done
+			for c in "${cmds[@]}"; do
+				local t=${SECONDS}
+				gobuild "${dir}/${c}" "k8s.io/kubernetes/cmd/${c}" "${ld}"
+				log "  ${c}: $((SECONDS - t))s"
+			done
+		)
+		log "built kube ${version} in $((SECONDS - start))s -> ${dir}"
+	fi
+	# A symlink keeps one copy of etcd per version; envtest and kube.sh only exec it.
+	if [[ "$(readlink "${dir}/etcd" 2>/dev/null)" != "${etcd_bin}" ]]; then
+		ln -sfn "${etcd_bin}" "${dir}/etcd"
+	fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# crossplane-cli
+
+crossplane_cli_path() { echo "${CACHE_DIR}/crossplane-cli/$1/crossplane"; }
+
+build_crossplane_cli() {
+	local version=$1 out
+	out=$(crossplane_cli_path "${version}")
+	all_exist "${out}" && return 0
+	local start=${SECONDS}
+	log "building crossplane CLI ${version}"
+	(
+		scratch_module "${CACHE_DIR}/src/crossplane-cli-${version}" "crossplane-cli"
+		quiet go get "github.com/crossplane/cli/v2/cmd/crossplane@${version}" ||
+			die "go get crossplane CLI ${version} failed"
+		# The CLI's own build (nix/build.nix) stamps its version here; `crossplane version`
+		# and the User-Agent it sends to registries read it.
+		gobuild "${out}" github.com/crossplane/cli/v2/cmd/crossplane \
+			"-X=github.com/crossplane/crossplane-runtime/v2/pkg/version.version=${version}"
+	)
+	log "built crossplane-cli ${version} in $((SECONDS - start))s -> ${out}"
+}
+
+# ---------------------------------------------------------------------------------------------
+
+# resolve TOOL[@VERSION] sets NAME and VERSION, defaulting the version per tool.
+resolve() {
+	NAME=${1%%@*}
+	VERSION=
+	[[ "$1" == *@* ]] && VERSION=${1#*@}
+	case "${NAME}" in
+	kube) VERSION=${VERSION:-${KUBE_VERSION}} ;;
+	etcd) VERSION=${VERSION:-${ETCD_VERSION}} ;;
+	crossplane-cli) VERSION=${VERSION:-${CROSSPLANE_CLI_VERSION}} ;;
+	*) die "unknown tool '${NAME}' (kube, etcd, crossplane-cli)" ;;
+	esac
+	[[ "${VERSION}" == v* ]] || die "version '${VERSION}' of ${NAME} must start with v"
+}
+
+tool_path() {
+	resolve "$1"
+	case "${NAME}" in
+	kube) kube_dir "${VERSION}" ;;
+	etcd) etcd_dir "${VERSION}" ;;
+	crossplane-cli) crossplane_cli_path "${VERSION}" ;;
+	esac
+}
+
+build_tool() {
+	resolve "$1"
+	case "${NAME}" in
+	kube) with_lock "kube-${VERSION}" build_kube "${VERSION}" ;;
+	etcd) with_lock "etcd-${VERSION}" build_etcd "${VERSION}" ;;
+	crossplane-cli) with_lock "crossplane-cli-${VERSION}" build_crossplane_cli "${VERSION}" ;;
+	esac
+}
+
+main() {
+	[[ $# -gt 0 ]] || usage
+	case "$1" in
+	-h | --help | help) usage ;;
+	path)
+		[[ $# -eq 2 ]] || usage
+		tool_path "$2"
+		return
+		;;
+	all) set -- kube etcd crossplane-cli ;;
+	esac
+	local t
+	for t in "$@"; do
+		build_tool "${t}"
+	done
+}
+
+main "$@"

@@ -1,0 +1,289 @@
+package openstack
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// A SecurityGroup as Neutron reports it, rules included.
+type SecurityGroup struct {
+	ID             string    `json:"id"`
+	Name           string    `json:"name"`
+	Description    string    `json:"description"`
+	Stateful       *bool     `json:"stateful,omitempty"`
+	Tags           []string  `json:"tags"`
+	ProjectID      string    `json:"project_id"`
+	RevisionNumber int64     `json:"revision_number"`
+	Rules          []Rule    `json:"security_group_rules"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// A Rule of a security group. Nil means "any" (protocol, ports, remote), as in Neutron's API.
+type Rule struct {
+	ID              string  `json:"id,omitempty"`
+	SecurityGroupID string  `json:"security_group_id,omitempty"`
+	Direction       string  `json:"direction"`
+	EtherType       string  `json:"ethertype"`
+	Protocol        *string `json:"protocol"`
+	PortRangeMin    *int32  `json:"port_range_min"`
+	PortRangeMax    *int32  `json:"port_range_max"`
+	RemoteIPPrefix  *string `json:"remote_ip_prefix"`
+	RemoteGroupID   *string `json:"remote_group_id"`
+	Description     *string `json:"description,omitempty"`
+}
+
+// SecurityGroupSettings are the writable attributes of a security group.
+type SecurityGroupSettings struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Stateful    *bool  `json:"stateful,omitempty"`
+}
+
+// A Port as far as the provider needs it.
+type Port struct {
+	ID             string   `json:"id"`
+	Name           string   `json:"name"`
+	DeviceID       string   `json:"device_id"`
+	DeviceOwner    string   `json:"device_owner"`
+	SecurityGroups []string `json:"security_groups"`
+	RevisionNumber int64    `json:"revision_number"`
+}
+
+// SecurityGroups is the part of Neutron's API that manages security groups and their rules.
+type SecurityGroups interface {
+	// GetSecurityGroup returns the group with its rules in one call.
+	GetSecurityGroup(ctx context.Context, id string) (*SecurityGroup, error)
+	// ListSecurityGroupsByTag returns the groups that carry a tag.
+	ListSecurityGroupsByTag(ctx context.Context, tag string) ([]SecurityGroup, error)
+	// CreateSecurityGroup creates a group carrying the supplied tags. Neutron before 2023.2
+	// cannot tag in the create call, so tagging may be a second call: when it fails, the
+	// created group is returned with the error, so that the caller can still record its ID.
+	CreateSecurityGroup(ctx context.Context, s SecurityGroupSettings, tags []string) (*SecurityGroup, error)
+	// UpdateSecurityGroup changes a group's attributes if its revision is still the supplied
+	// one (zero skips the check).
+	UpdateSecurityGroup(ctx context.Context, id string, s SecurityGroupSettings, revision int64) (*SecurityGroup, error)
+	// ReplaceSecurityGroupTags sets the group's tags to exactly the supplied ones.
+	ReplaceSecurityGroupTags(ctx context.Context, id string, tags []string) error
+	// DeleteSecurityGroup deletes the group and its rules in one call.
+	DeleteSecurityGroup(ctx context.Context, id string) error
+	// CreateRules creates rules in one call; Neutron creates all or none.
+	CreateRules(ctx context.Context, rules []Rule) ([]Rule, error)
+	// DeleteRule deletes one rule.
+	DeleteRule(ctx context.Context, id string) error
+}
+
+// Ports is the part of Neutron's API that reads and changes ports.
+type Ports interface {
+	// ListPortsWithSecurityGroup returns the ports a security group is applied to.
+	ListPortsWithSecurityGroup(ctx context.Context, securityGroupID string) ([]Port, error)
+}
+
+// neutron implements the narrow interfaces above on a gophercloud service client.
+type neutron struct {
+	c          *gophercloud.ServiceClient
+	extensions *extensionCache
+}
+
+var (
+	_ SecurityGroups = &neutron{}
+	_ Ports          = &neutron{}
+)
+
+func (n *neutron) GetSecurityGroup(ctx context.Context, id string) (*SecurityGroup, error) {
+	var body struct {
+		SecurityGroup SecurityGroup `json:"security_group"`
+	}
+	_, err := n.c.Get(ctx, n.c.ServiceURL("security-groups", id), &body, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &body.SecurityGroup, nil
+}
+
+func (n *neutron) ListSecurityGroupsByTag(ctx context.Context, tag string) ([]SecurityGroup, error) {
+	var body struct {
+		SecurityGroups []SecurityGroup `json:"security_groups"`
+	}
+	q := url.Values{"tags": []string{tag}}
+	_, err := n.c.Get(ctx, n.c.ServiceURL("security-groups")+"?"+q.Encode(), &body, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Filter again: a Neutron without tag filtering would return every group.
+	out := body.SecurityGroups[:0]
+	for _, sg := range body.SecurityGroups {
+		if slices.Contains(sg.Tags, tag) {
+			out = append(out, sg)
+		}
+	}
+	return out, nil
+}
+
+func (n *neutron) CreateSecurityGroup(ctx context.Context, s SecurityGroupSettings, tags []string) (*SecurityGroup, error) {
+	tagOnCreate, err := n.extensions.has(ctx, n.c, "tag-creation")
+	if err != nil {
+		return nil, err
+	}
+	req := struct {
+		SecurityGroup struct {
+			SecurityGroupSettings
+			Tags []string `json:"tags,omitempty"`
+		} `json:"security_group"`
+	}{}
+	req.SecurityGroup.SecurityGroupSettings = s
+	if tagOnCreate {
+		req.SecurityGroup.Tags = tags
+	}
+	var body struct {
+		SecurityGroup SecurityGroup `json:"security_group"`
+	}
+	if _, err := n.c.Post(ctx, n.c.ServiceURL("security-groups"), req, &body, &gophercloud.RequestOpts{OkCodes: []int{http.StatusCreated}}); err != nil {
+		return nil, err
+	}
+	sg := &body.SecurityGroup
+	if tagOnCreate || len(tags) == 0 {
+		return sg, nil
+	}
+	if err := n.ReplaceSecurityGroupTags(ctx, sg.ID, tags); err != nil {
+		return sg, err
+	}
+	sg.Tags = tags
+	return sg, nil
+}
+
+func (n *neutron) UpdateSecurityGroup(ctx context.Context, id string, s SecurityGroupSettings, revision int64) (*SecurityGroup, error) {
+	req := map[string]any{"security_group": s}
+	var body struct {
+		SecurityGroup SecurityGroup `json:"security_group"`
+	}
+	_, err := n.c.Put(ctx, n.c.ServiceURL("security-groups", id), req, &body, &gophercloud.RequestOpts{
+		OkCodes:     []int{http.StatusOK},
+		MoreHeaders: ifMatch(revision),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &body.SecurityGroup, nil
+}
+
+func (n *neutron) ReplaceSecurityGroupTags(ctx context.Context, id string, tags []string) error {
+	if tags == nil {
+		tags = []string{}
+	}
+	_, err := n.c.Put(ctx, n.c.ServiceURL("security-groups", id, "tags"), map[string]any{"tags": tags}, nil, &gophercloud.RequestOpts{OkCodes: []int{http.StatusOK}})
+	return err
+}
+
+func (n *neutron) DeleteSecurityGroup(ctx context.Context, id string) error {
+	_, err := n.c.Delete(ctx, n.c.ServiceURL("security-groups", id), nil)
+	return err
+}
+
+func (n *neutron) CreateRules(ctx context.Context, rules []Rule) ([]Rule, error) {
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	var body struct {
+		Rules []Rule `json:"security_group_rules"`
+	}
+	_, err := n.c.Post(ctx, n.c.ServiceURL("security-group-rules"), map[string]any{"security_group_rules": rules}, &body, &gophercloud.RequestOpts{OkCodes: []int{http.StatusCreated}})
+	if err != nil {
+		return nil, err
+	}
+	return body.Rules, nil
+}
+
+func (n *neutron) DeleteRule(ctx context.Context, id string) error {
+	_, err := n.c.Delete(ctx, n.c.ServiceURL("security-group-rules", id), nil)
+	return err
+}
+
+func (n *neutron) ListPortsWithSecurityGroup(ctx context.Context, securityGroupID string) ([]Port, error) {
+	var body struct {
+		Ports []Port `json:"ports"`
+	}
+	q := url.Values{"security_groups": []string{securityGroupID}}
+	_, err := n.c.Get(ctx, n.c.ServiceURL("ports")+"?"+q.Encode(), &body, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := body.Ports[:0]
+	for _, p := range body.Ports {
+		if slices.Contains(p.SecurityGroups, securityGroupID) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// ifMatch makes Neutron refuse a write when the resource changed since it was read (412).
+func ifMatch(revision int64) map[string]string {
+	if revision <= 0 {
+		return nil
+	}
+	return map[string]string{"If-Match": "revision_number=" + strconv.FormatInt(revision, 10)}
+}
+
+// IsNotFound tells whether Neutron or Keystone answered 404.
+func IsNotFound(err error) bool { return gophercloud.ResponseCodeIs(err, http.StatusNotFound) }
+
+// IsConflict tells whether Neutron answered 409 (in use, duplicate rule).
+func IsConflict(err error) bool { return gophercloud.ResponseCodeIs(err, http.StatusConflict) }
+
+// IsPreconditionFailed tells whether a revision check (If-Match) failed.
+func IsPreconditionFailed(err error) bool {
+	return gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed)
+}
+
+// Describe returns a short, person-readable form of an API error: the status and Neutron's
+// own message, without request bodies (which could hold secrets).
+func Describe(err error) string {
+	var e gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &e) {
+		return http.StatusText(e.Actual) + ": " + neutronMessage(e.Body)
+	}
+	return err.Error()
+}
+
+// extensionCache remembers which API extensions a Neutron offers: they do not change while a
+// session lives, and looking them up on every create would double its cost.
+type extensionCache struct {
+	once  sync.Once
+	names map[string]bool
+	err   error
+}
+
+func (e *extensionCache) has(ctx context.Context, c *gophercloud.ServiceClient, alias string) (bool, error) {
+	e.once.Do(func() {
+		var body struct {
+			Extensions []struct {
+				Alias string `json:"alias"`
+			} `json:"extensions"`
+		}
+		if _, err := c.Get(ctx, c.ServiceURL("extensions"), &body, nil); err != nil {
+			e.err = errors.Wrap(err, "cannot list the Neutron API extensions")
+			return
+		}
+		e.names = map[string]bool{}
+		for _, x := range body.Extensions {
+			e.names[x.Alias] = true
+		}
+	})
+	if e.err != nil {
+		// Let the next call try again rather than remember a passing failure forever.
+		err := e.err
+		*e = extensionCache{}
+		return false, err
+	}
+	return e.names[alias], nil
+}

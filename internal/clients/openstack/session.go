@@ -1,0 +1,148 @@
+package openstack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+const (
+	errNewProviderClient = "cannot create an OpenStack client for the auth_url"
+	errAuthenticate      = "cannot authenticate to Keystone"
+	errNetworkEndpoint   = "cannot find the network (Neutron) endpoint in the Keystone catalog"
+
+	// requestTimeout bounds one HTTP exchange, so a hung backend cannot hold a reconcile.
+	requestTimeout = 60 * time.Second
+)
+
+// SessionOptions tune how sessions talk to OpenStack.
+type SessionOptions struct {
+	// WrapTransport, when set, wraps the transport of every session; tests count calls with it.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// UserAgent is prepended to gophercloud's.
+	UserAgent string
+}
+
+// A Session is an authenticated connection to one OpenStack cloud. It re-authenticates by
+// itself when its token expires, and is safe for concurrent use.
+type Session struct {
+	provider   *gophercloud.ProviderClient
+	network    *gophercloud.ServiceClient
+	extensions *extensionCache
+}
+
+// NewSession logs in to Keystone and looks up the endpoints the provider uses.
+func NewSession(ctx context.Context, c *Cloud, o SessionOptions) (*Session, error) {
+	pc, err := openstack.NewClient(c.Auth.IdentityEndpoint)
+	if err != nil {
+		return nil, errors.Wrap(err, errNewProviderClient)
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // The standard library's default.
+	if c.TLS != nil {
+		base.TLSClientConfig = c.TLS.Clone()
+	}
+	var rt http.RoundTripper = base
+	if o.WrapTransport != nil {
+		rt = o.WrapTransport(rt)
+	}
+	pc.HTTPClient = http.Client{Transport: rt, Timeout: requestTimeout}
+	if o.UserAgent != "" {
+		pc.UserAgent.Prepend(o.UserAgent)
+	}
+	if err := openstack.Authenticate(ctx, pc, c.Auth); err != nil {
+		return nil, errors.Wrap(err, errAuthenticate)
+	}
+	network, err := openstack.NewNetworkV2(pc, c.Endpoint)
+	if err != nil {
+		return nil, errors.Wrap(err, errNetworkEndpoint)
+	}
+	return &Session{provider: pc, network: network, extensions: &extensionCache{}}, nil
+}
+
+// SecurityGroups returns the session's Neutron security group API.
+func (s *Session) SecurityGroups() SecurityGroups { return s.neutron() }
+
+// Ports returns the session's Neutron port API.
+func (s *Session) Ports() Ports { return s.neutron() }
+
+func (s *Session) neutron() *neutron { return &neutron{c: s.network, extensions: s.extensions} }
+
+// A SessionCache keeps one Session per ProviderConfig, so that reconciles reuse a token instead
+// of logging in every time. A session is replaced when the ProviderConfig or its credentials
+// change: the fingerprint of both is part of the cache entry.
+type SessionCache struct {
+	mu      sync.Mutex
+	entries map[string]*cacheEntry
+	opts    SessionOptions
+}
+
+type cacheEntry struct {
+	mu          sync.Mutex // serialises logins for one config
+	fingerprint string
+	session     *Session
+}
+
+// NewSessionCache returns an empty cache whose sessions use the supplied options.
+func NewSessionCache(o SessionOptions) *SessionCache {
+	return &SessionCache{entries: map[string]*cacheEntry{}, opts: o}
+}
+
+// Fingerprint hashes everything a session depends on, so credentials never sit in memory as a
+// map key.
+func Fingerprint(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		_, _ = h.Write(p)
+		_, _ = h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Get returns the session cached for key if its fingerprint matches, or logs in anew with the
+// cloud that newCloud returns. Concurrent callers for one key wait for a single login.
+func (c *SessionCache) Get(ctx context.Context, key, fingerprint string, newCloud func() (*Cloud, error)) (*Session, error) {
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	if !ok {
+		e = &cacheEntry{}
+		c.entries[key] = e
+	}
+	c.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.session != nil && e.fingerprint == fingerprint {
+		return e.session, nil
+	}
+	cloud, err := newCloud()
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewSession(ctx, cloud, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	e.session, e.fingerprint = s, fingerprint
+	return s, nil
+}
+
+// Len reports how many configs have a session.
+func (c *SessionCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, e := range c.entries {
+		if e.session != nil {
+			n++
+		}
+	}
+	return n
+}

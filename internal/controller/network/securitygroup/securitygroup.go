@@ -1,0 +1,360 @@
+// Package securitygroup reconciles SecurityGroup managed resources with Neutron security
+// groups and their rules.
+package securitygroup
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
+	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
+)
+
+const (
+	errConnect            = "cannot connect to OpenStack"
+	errGetSecurityGroup   = "cannot get the security group"
+	errFindByTag          = "cannot look for a security group created for this resource"
+	errFmtSeveralTagged   = "%d security groups carry the tag %q (IDs %s): set the crossplane.io/external-name annotation to the one to keep and delete the others"
+	errCreateSecurityGrp  = "cannot create the security group"
+	errTagSecurityGroup   = "cannot tag the security group"
+	errUpdateSecurityGrp  = "cannot update the security group"
+	errUpdateConflict     = "the security group changed in Neutron while it was being updated; retrying"
+	errCreateRules        = "cannot create security group rules"
+	errDeleteRule         = "cannot delete security group rule"
+	errDeleteSecurityGrp  = "cannot delete the security group"
+	errListPortsInUse     = "cannot list the ports that use the security group"
+	errFmtInUse           = "cannot delete the security group: Neutron says it is in use by %d port(s): %s. Detach it from them first (delete the SecurityGroupAttachments that use it)"
+	reasonRuleCreated     = event.Reason("CreatedRule")
+	reasonRuleDeleted     = event.Reason("DeletedRule")
+	reasonAdopted         = event.Reason("AdoptedSecurityGroup")
+	identityTagPrefix     = "crossplane-uid:"
+	maxPortsInUseMessages = 10
+)
+
+// Kind is the managed resource kind this package reconciles.
+var Kind = managedcontroller.Kind{
+	GroupVersionKind: v1alpha1.SecurityGroupGroupVersionKind,
+	Object:           &v1alpha1.SecurityGroup{},
+	List:             &v1alpha1.SecurityGroupList{},
+}
+
+// Setup adds a controller that reconciles SecurityGroups.
+func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
+	return managedcontroller.Setup(mgr, o, Kind,
+		managed.WithTypedExternalConnector[*v1alpha1.SecurityGroup](&connector{
+			openstack: o.OpenStack,
+			record:    managedcontroller.Recorder(mgr, Kind),
+		}),
+		// The UUID comes from Neutron in Create; the tag that carries the resource's UID lets
+		// Observe adopt a group whose UUID was lost in a crash, so a retry is safe.
+		managed.WithInitializers(),
+		managed.WithDeterministicExternalName(true),
+		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
+	)
+}
+
+// SetupGated sets the controller up once the SecurityGroup CRD is established.
+func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
+	return managedcontroller.Gated(mgr, o, func() error { return Setup(mgr, o) }, Kind.GroupVersionKind)
+}
+
+// connector connects SecurityGroups to Neutron.
+type connector struct {
+	openstack interface {
+		Connect(ctx context.Context, mg resource.ModernManaged) (*openstack.Session, error)
+	}
+	record event.Recorder
+}
+
+func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.TypedExternalClient[*v1alpha1.SecurityGroup], error) {
+	s, err := c.openstack.Connect(ctx, cr)
+	if err != nil {
+		return nil, errors.Wrap(err, errConnect)
+	}
+	return &external{groups: s.SecurityGroups(), ports: s.Ports(), record: c.record}, nil
+}
+
+// external reconciles one SecurityGroup with Neutron.
+type external struct {
+	groups openstack.SecurityGroups
+	ports  openstack.Ports
+	record event.Recorder
+}
+
+func identityTag(cr *v1alpha1.SecurityGroup) string { return identityTagPrefix + string(cr.GetUID()) }
+
+func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalObservation, error) {
+	var (
+		sg      *openstack.SecurityGroup
+		adopted bool
+	)
+	id := meta.GetExternalName(cr)
+	if id == "" {
+		found, err := e.findCreatedFor(ctx, cr)
+		if err != nil || found == nil {
+			return managed.ExternalObservation{}, err
+		}
+		meta.SetExternalName(cr, found.ID)
+		e.record.Event(cr, event.Normal(reasonAdopted, fmt.Sprintf("Adopted security group %s, which an earlier attempt created for this resource", found.ID)))
+		sg, adopted = found, true
+	} else {
+		got, err := e.groups.GetSecurityGroup(ctx, id)
+		if openstack.IsNotFound(err) {
+			return managed.ExternalObservation{ResourceExists: false}, nil
+		}
+		if err != nil {
+			return managed.ExternalObservation{}, errors.Wrap(err, errGetSecurityGroup)
+		}
+		sg = got
+	}
+
+	cr.Status.AtProvider = observation(sg)
+	lateInit := lateInitialize(&cr.Spec.ForProvider, sg)
+	if meta.WasDeleted(cr) {
+		return managed.ExternalObservation{ResourceExists: true}, nil
+	}
+
+	upToDate := settingsUpToDate(cr, sg) &&
+		tagsUpToDate(desiredTags(cr), sg.Tags) &&
+		diffRules(desiredRules(cr.Spec.ForProvider), sg.Rules).empty()
+	// An observed-only group is usable as it is: there is nothing to bring up to date.
+	if upToDate || !mayUpdate(cr.GetManagementPolicies()) {
+		cr.SetConditions(xpv2.Available())
+	}
+	return managed.ExternalObservation{
+		ResourceExists:          true,
+		ResourceUpToDate:        upToDate,
+		ResourceLateInitialized: lateInit || adopted,
+	}, nil
+}
+
+// findCreatedFor looks for a group an earlier Create made for this resource but could not
+// record, by the identity tag (never by name: names are not unique in Neutron).
+func (e *external) findCreatedFor(ctx context.Context, cr *v1alpha1.SecurityGroup) (*openstack.SecurityGroup, error) {
+	tag := identityTag(cr)
+	found, err := e.groups.ListSecurityGroupsByTag(ctx, tag)
+	if err != nil {
+		return nil, errors.Wrap(err, errFindByTag)
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &found[0], nil
+	default:
+		ids := make([]string, 0, len(found))
+		for _, sg := range found {
+			ids = append(ids, sg.ID)
+		}
+		return nil, errors.Errorf(errFmtSeveralTagged, len(found), tag, strings.Join(ids, ", "))
+	}
+}
+
+func (e *external) Create(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalCreation, error) {
+	sg, err := e.groups.CreateSecurityGroup(ctx, desiredSettings(cr), desiredTags(cr))
+	if sg != nil {
+		// Recorded even when tagging failed: the reconciler persists it with the error.
+		meta.SetExternalName(cr, sg.ID)
+	}
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, errCreateSecurityGrp)
+	}
+	// Rules in the same reconcile: a new group is not usable until its rules exist.
+	return managed.ExternalCreation{}, e.syncRules(ctx, cr, sg)
+}
+
+func (e *external) Update(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalUpdate, error) {
+	sg, err := e.groups.GetSecurityGroup(ctx, meta.GetExternalName(cr))
+	if err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errGetSecurityGroup)
+	}
+	if !settingsUpToDate(cr, sg) {
+		// The revision check keeps a concurrent change in Neutron from being overwritten
+		// with what we read before it.
+		if _, err := e.groups.UpdateSecurityGroup(ctx, sg.ID, desiredSettings(cr), sg.RevisionNumber); err != nil {
+			if openstack.IsPreconditionFailed(err) {
+				return managed.ExternalUpdate{}, errors.New(errUpdateConflict)
+			}
+			return managed.ExternalUpdate{}, errors.Wrap(err, errUpdateSecurityGrp)
+		}
+	}
+	if want := desiredTags(cr); !tagsUpToDate(want, sg.Tags) {
+		if err := e.groups.ReplaceSecurityGroupTags(ctx, sg.ID, want); err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, errTagSecurityGroup)
+		}
+	}
+	return managed.ExternalUpdate{}, e.syncRules(ctx, cr, sg)
+}
+
+// syncRules removes the rules that are not desired and creates the missing ones. Removal
+// comes first: a rule that differs only in a way Neutron ignores would otherwise be refused
+// as a duplicate.
+func (e *external) syncRules(ctx context.Context, cr *v1alpha1.SecurityGroup, sg *openstack.SecurityGroup) error {
+	d := diffRules(desiredRules(cr.Spec.ForProvider), sg.Rules)
+	for _, r := range d.remove {
+		if err := e.groups.DeleteRule(ctx, r.ID); err != nil && !openstack.IsNotFound(err) {
+			return errors.Wrapf(err, "%s %s", errDeleteRule, r.ID)
+		}
+		e.record.Event(cr, event.Normal(reasonRuleDeleted, fmt.Sprintf("Deleted rule %s (%s): it is not in spec.forProvider.rules", r.ID, keyOf(r))))
+	}
+	if len(d.create) == 0 {
+		return nil
+	}
+	for i := range d.create {
+		d.create[i].SecurityGroupID = sg.ID
+	}
+	created, err := e.groups.CreateRules(ctx, d.create)
+	if err != nil {
+		return errors.Wrap(err, errCreateRules)
+	}
+	for _, r := range created {
+		e.record.Event(cr, event.Normal(reasonRuleCreated, fmt.Sprintf("Created rule %s (%s): it is in spec.forProvider.rules but was missing in Neutron", r.ID, keyOf(r))))
+	}
+	return nil
+}
+
+func (e *external) Delete(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalDelete, error) {
+	id := meta.GetExternalName(cr)
+	err := e.groups.DeleteSecurityGroup(ctx, id)
+	switch {
+	case err == nil, openstack.IsNotFound(err):
+		return managed.ExternalDelete{}, nil
+	case openstack.IsConflict(err):
+		ports, lerr := e.ports.ListPortsWithSecurityGroup(ctx, id)
+		if lerr != nil {
+			return managed.ExternalDelete{}, errors.Wrap(errors.Wrap(lerr, errListPortsInUse), errDeleteSecurityGrp)
+		}
+		return managed.ExternalDelete{}, errors.Errorf(errFmtInUse, len(ports), describePorts(ports))
+	default:
+		return managed.ExternalDelete{}, errors.Wrap(err, errDeleteSecurityGrp)
+	}
+}
+
+func (e *external) Disconnect(_ context.Context) error { return nil }
+
+func mayUpdate(p xpv2.ManagementPolicies) bool {
+	return len(p) == 0 || slices.Contains(p, xpv2.ManagementActionAll) || slices.Contains(p, xpv2.ManagementActionUpdate)
+}
+
+func describePorts(ports []openstack.Port) string {
+	parts := make([]string, 0, len(ports))
+	for i, p := range ports {
+		if i == maxPortsInUseMessages {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ports)-i))
+			break
+		}
+		s := p.ID
+		if p.DeviceID != "" {
+			s += " (server " + p.DeviceID + ")"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "ports this project cannot see"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func desiredSettings(cr *v1alpha1.SecurityGroup) openstack.SecurityGroupSettings {
+	p := cr.Spec.ForProvider
+	return openstack.SecurityGroupSettings{
+		Name:        ptr.Deref(p.Name, cr.GetName()),
+		Description: ptr.Deref(p.Description, ""),
+		Stateful:    p.Stateful,
+	}
+}
+
+func settingsUpToDate(cr *v1alpha1.SecurityGroup, sg *openstack.SecurityGroup) bool {
+	want := desiredSettings(cr)
+	if want.Name != sg.Name || want.Description != sg.Description {
+		return false
+	}
+	return want.Stateful == nil || sg.Stateful == nil || *want.Stateful == *sg.Stateful
+}
+
+// desiredTags are the spec's tags plus the identity tag, sorted.
+func desiredTags(cr *v1alpha1.SecurityGroup) []string {
+	tags := append([]string{identityTag(cr)}, cr.Spec.ForProvider.Tags...)
+	sort.Strings(tags)
+	return slices.Compact(tags)
+}
+
+func tagsUpToDate(want, have []string) bool {
+	h := slices.Clone(have)
+	sort.Strings(h)
+	return slices.Equal(want, slices.Compact(h))
+}
+
+// lateInitialize fills unset fields from Neutron, so an imported group is not renamed or
+// re-described. It reports whether it changed anything.
+func lateInitialize(p *v1alpha1.SecurityGroupParameters, sg *openstack.SecurityGroup) bool {
+	changed := false
+	if p.Name == nil {
+		p.Name, changed = ptr.To(sg.Name), true
+	}
+	if p.Description == nil {
+		p.Description, changed = ptr.To(sg.Description), true
+	}
+	if p.Stateful == nil && sg.Stateful != nil {
+		p.Stateful, changed = ptr.To(*sg.Stateful), true
+	}
+	return changed
+}
+
+func observation(sg *openstack.SecurityGroup) v1alpha1.SecurityGroupObservation {
+	o := v1alpha1.SecurityGroupObservation{
+		ID:             sg.ID,
+		Name:           sg.Name,
+		Description:    sg.Description,
+		Stateful:       sg.Stateful,
+		Tags:           sg.Tags,
+		ProjectID:      sg.ProjectID,
+		RevisionNumber: sg.RevisionNumber,
+	}
+	if !sg.CreatedAt.IsZero() {
+		o.CreatedAt = &metav1.Time{Time: sg.CreatedAt}
+	}
+	if !sg.UpdatedAt.IsZero() {
+		o.UpdatedAt = &metav1.Time{Time: sg.UpdatedAt}
+	}
+	rules := slices.Clone(sg.Rules)
+	// A stable order keeps status from changing (and triggering watches) on every poll.
+	sort.Slice(rules, func(i, j int) bool { return rules[i].ID < rules[j].ID })
+	for _, r := range rules {
+		o.Rules = append(o.Rules, v1alpha1.SecurityGroupRuleObservation{
+			ID:             r.ID,
+			Direction:      r.Direction,
+			EtherType:      r.EtherType,
+			Protocol:       r.Protocol,
+			PortRangeMin:   r.PortRangeMin,
+			PortRangeMax:   r.PortRangeMax,
+			RemoteIPPrefix: r.RemoteIPPrefix,
+			RemoteGroupID:  r.RemoteGroupID,
+			Description:    nonEmpty(r.Description),
+		})
+	}
+	return o
+}
+
+func nonEmpty(s *string) *string {
+	if s == nil || *s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,240 @@
+// Package harness starts what the integration tests run against: a real kube-apiserver (with
+// the binaries cluster/tools.sh builds) holding the provider's CRDs, the provider's
+// controllers in-process, and clients for the real OpenStack that cluster/openstack.sh runs.
+//
+// Nothing here is optional: when a server is missing, Start fails with a message that says
+// which script brings it up.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"go.uber.org/zap/zapcore"
+	goopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/stackservices/provider-stackservices/apis"
+	"github.com/stackservices/provider-stackservices/apis/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
+	providercontroller "github.com/stackservices/provider-stackservices/internal/controller"
+	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
+)
+
+// Clouds names the entries of the test bed's clouds.yaml.
+const (
+	CloudDemo  = "demo"
+	CloudAdmin = "admin"
+)
+
+// Env is a running test bed.
+type Env struct {
+	Kube       client.Client
+	Config     *rest.Config
+	CloudsYAML []byte
+	// Neutron is a gophercloud client for the demo project, for tests to look at (and tamper
+	// with) Neutron directly.
+	Neutron *gophercloud.ServiceClient
+	// Logins counts the Keystone logins the provider made.
+	Logins *atomic.Int64
+	// Requests counts every HTTP request the provider made to OpenStack.
+	Requests *atomic.Int64
+
+	stop   func()
+	apiEnv *envtest.Environment
+}
+
+// RepoRoot is the root of the repository, found from this file's location.
+func RepoRoot() string {
+	_, f, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(f), "..", ".."))
+}
+
+// Options tune the provider the harness runs.
+type Options struct {
+	Poll time.Duration
+}
+
+// Start brings up the control plane and the provider. Call Stop when done.
+func Start(o Options) (*Env, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or set it to $(cluster/tools.sh path kube)")
+	}
+	cloudsPath := os.Getenv("OS_CLIENT_CONFIG_FILE")
+	if cloudsPath == "" {
+		return nil, fmt.Errorf("OS_CLIENT_CONFIG_FILE is not set: start OpenStack with `cluster/openstack.sh up` and source $(cluster/openstack.sh env)")
+	}
+	clouds, err := os.ReadFile(cloudsPath) //nolint:gosec // A path the test bed wrote.
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the test bed's clouds.yaml: %w", err)
+	}
+
+	e := &Env{CloudsYAML: clouds, Logins: &atomic.Int64{}, Requests: &atomic.Int64{}}
+	e.apiEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "package", "crds")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := e.apiEnv.Start()
+	if err != nil {
+		return nil, fmt.Errorf("cannot start kube-apiserver and etcd from KUBEBUILDER_ASSETS: %w", err)
+	}
+	e.Config = cfg
+
+	s := kruntime.NewScheme()
+	for _, add := range []func(*kruntime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme} {
+		if err := add(s); err != nil {
+			_ = e.apiEnv.Stop()
+			return nil, err
+		}
+	}
+	e.Kube, err = client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		_ = e.apiEnv.Stop()
+		return nil, err
+	}
+
+	e.Neutron, err = neutronClient(clouds)
+	if err != nil {
+		_ = e.apiEnv.Stop()
+		return nil, fmt.Errorf("cannot reach Neutron as the demo user (is `cluster/openstack.sh up` running?): %w", err)
+	}
+
+	if err := e.startProvider(s, o); err != nil {
+		_ = e.apiEnv.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:  s,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		return err
+	}
+	log := logging.NewLogrLogger(ctrl.Log.WithName("provider"))
+	sessions := openstack.NewSessionCache(openstack.SessionOptions{
+		UserAgent:     "provider-stackservices/integration-test",
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &counting{next: rt, logins: e.Logins, all: e.Requests} },
+	})
+	mo := managedcontroller.Options{
+		Options: controller.Options{
+			Logger:                  log,
+			MaxConcurrentReconciles: 5,
+			PollInterval:            o.Poll,
+			GlobalRateLimiter:       ratelimiter.NewGlobal(100),
+			Features:                &feature.Flags{},
+		},
+		OpenStack: openstack.NewConnector(mgr.GetClient(),
+			resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}), sessions),
+	}
+	mo.Features.Enable(feature.EnableBetaManagementPolicies)
+	if err := providercontroller.SetupGated(mgr, mo); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "provider manager stopped: %v\n", err)
+		}
+	}()
+	e.stop = func() { cancel(); <-done }
+	return nil
+}
+
+func zapLevel() int8 {
+	if os.Getenv("TEST_DEBUG") != "" {
+		return -1
+	}
+	return 0
+}
+
+// Stop stops the provider and the control plane.
+func (e *Env) Stop() error {
+	if e.stop != nil {
+		e.stop()
+	}
+	return e.apiEnv.Stop()
+}
+
+// NewNamespace creates a namespace holding a credentials Secret (the test bed's whole
+// clouds.yaml) and a ProviderConfig named "default" that picks the demo cloud.
+func (e *Env) NewNamespace(ctx context.Context, name string) error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "openstack-credentials"},
+			Data:       map[string][]byte{"clouds.yaml": e.CloudsYAML},
+		},
+		&v1alpha1.ProviderConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "default"},
+			Spec: v1alpha1.ProviderConfigSpec{
+				CloudSettings: v1alpha1.CloudSettings{Cloud: CloudDemo},
+				Credentials: v1alpha1.NamespacedCredentials{
+					Source:    "Secret",
+					SecretRef: localKey("openstack-credentials", "clouds.yaml"),
+				},
+			},
+		},
+	}
+	for _, o := range objs {
+		if err := e.Kube.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func neutronClient(clouds []byte) (*gophercloud.ServiceClient, error) {
+	c, err := openstack.ParseCredentials(clouds, openstack.ParseOptions{Cloud: CloudDemo})
+	if err != nil {
+		return nil, err
+	}
+	pc, err := goopenstack.AuthenticatedClient(context.Background(), c.Auth)
+	if err != nil {
+		return nil, err
+	}
+	return goopenstack.NewNetworkV2(pc, c.Endpoint)
+}
+
+// counting counts requests, and Keystone logins among them.
+type counting struct {
+	next   http.RoundTripper
+	logins *atomic.Int64
+	all    *atomic.Int64
+}
+
+func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.all.Add(1)
+	if r.Method == http.MethodPost && filepath.Base(r.URL.Path) == "tokens" {
+		c.logins.Add(1)
+	}
+	return c.next.RoundTrip(r)
+}
