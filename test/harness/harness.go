@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"go.uber.org/zap/zapcore"
 	goopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -139,8 +139,10 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 	}
 	log := logging.NewLogrLogger(ctrl.Log.WithName("provider"))
 	sessions := openstack.NewSessionCache(openstack.SessionOptions{
-		UserAgent:     "provider-stackservices/integration-test",
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &counting{next: rt, logins: e.Logins, all: e.Requests} },
+		UserAgent: "provider-stackservices/integration-test",
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			return &counting{next: rt, logins: e.Logins, all: e.Requests}
+		},
 	})
 	mo := managedcontroller.Options{
 		Options: controller.Options{
