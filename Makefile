@@ -13,8 +13,6 @@ TOOLS_BIN := $(CURDIR)/.cache/tools
 CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen
 ANGRYJET := $(TOOLS_BIN)/angryjet
 STATICCHECK := $(TOOLS_BIN)/staticcheck
-# What `make generate` writes; `make reviewable` fails when it differs from what is committed.
-GENERATED := apis package/crds
 
 .PHONY: help
 help: ## Show the targets.
@@ -39,11 +37,20 @@ generate: tools ## Regenerate deepcopy, method sets and CRDs.
 	rm -rf package/crds
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/... output:artifacts:config=package/crds
 
-.PHONY: check-diff
-check-diff: ## Fail when generated files differ from what is committed.
-	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
-		echo "generated code is out of date; run 'make generate' and commit:"; \
-		git status --porcelain -- $(GENERATED); git --no-pager diff --stat -- $(GENERATED); exit 1; fi
+# Generated files must be what `make generate` makes of the sources in the work tree: the
+# check regenerates and compares, so it fails on a stale CRD whether or not anything is
+# committed yet (and leaves the fresh files in place, ready to commit).
+GENERATED_FILES = find apis -name 'zz_generated.*.go' | sort; find package/crds -name '*.yaml' | sort
+
+.PHONY: check-generated
+check-generated: tools ## Fail when generated files differ from what their sources generate.
+	@before=$$( { $(GENERATED_FILES); } | xargs sha256sum ); \
+	$(MAKE) --no-print-directory generate >/dev/null; \
+	after=$$( { $(GENERATED_FILES); } | xargs sha256sum ); \
+	if [ "$$before" != "$$after" ]; then \
+		echo "generated code was out of date (now regenerated; review and commit):"; \
+		diff <(echo "$$before") <(echo "$$after") | grep '^[<>]' | awk '{print "  " $$1 " " $$3}' | sort -u -k2; \
+		exit 1; fi
 
 .PHONY: lint
 lint: tools ## gofmt, go vet, staticcheck and shellcheck.
@@ -59,7 +66,7 @@ unit: ## Unit tests (no servers needed).
 	go test -count=1 ./...
 
 .PHONY: reviewable
-reviewable: generate lint unit check-diff ## What must be green before every commit.
+reviewable: check-generated lint unit ## What must be green before every commit.
 
 .PHONY: test
 test: ## Unit and integration tests against real Kubernetes and OpenStack, and the package build.
