@@ -110,9 +110,11 @@ build_xpkg() {
 
 # layer_of TARBALL FILE prints the name, inside the image tarball, of the layer that contains FILE.
 layer_of() {
-	local tarball=$1 file=$2 layer
+	local tarball=$1 file=$2 layer listing
 	while read -r layer; do
-		if tar -xOf "${tarball}" "${layer}" | tar -tz 2>/dev/null | grep -qx "${file}"; then
+		# Listing first, then grep: with pipefail, `tar | grep -q` fails when grep exits early.
+		listing=$(tar -xOf "${tarball}" "${layer}" | tar -tz) || die "cannot list ${layer} of ${tarball}"
+		if grep -qx "${file}" <<<"${listing}"; then
 			echo "${layer}"
 			return 0
 		fi
