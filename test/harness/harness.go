@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,8 +60,8 @@ type Env struct {
 	Neutron *gophercloud.ServiceClient
 	// Logins counts the Keystone logins the provider made.
 	Logins *atomic.Int64
-	// Requests counts every HTTP request the provider made to OpenStack.
-	Requests *atomic.Int64
+	// Requests records every HTTP request the provider made to OpenStack.
+	Requests *RequestLog
 
 	stop   func()
 	apiEnv *envtest.Environment
@@ -91,7 +92,7 @@ func Start(o Options) (*Env, error) {
 		return nil, fmt.Errorf("cannot read the test bed's clouds.yaml: %w", err)
 	}
 
-	e := &Env{CloudsYAML: clouds, Logins: &atomic.Int64{}, Requests: &atomic.Int64{}}
+	e := &Env{CloudsYAML: clouds, Logins: &atomic.Int64{}, Requests: &RequestLog{}}
 	e.apiEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "package", "crds")},
 		ErrorIfCRDPathMissing: true,
@@ -226,17 +227,36 @@ func neutronClient(clouds []byte) (*gophercloud.ServiceClient, error) {
 	return goopenstack.NewNetworkV2(pc, c.Endpoint)
 }
 
-// counting counts requests, and Keystone logins among them.
+// counting records requests, and counts Keystone logins among them.
 type counting struct {
 	next   http.RoundTripper
 	logins *atomic.Int64
-	all    *atomic.Int64
+	all    *RequestLog
 }
 
 func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.all.Add(1)
+	c.all.add(r.Method + " " + r.URL.Path)
 	if r.Method == http.MethodPost && filepath.Base(r.URL.Path) == "tokens" {
 		c.logins.Add(1)
 	}
 	return c.next.RoundTrip(r)
+}
+
+// A RequestLog records "METHOD /path" of every request, for tests that count API calls.
+type RequestLog struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *RequestLog) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, s)
+}
+
+// Since returns the requests recorded after the first n, and the new n.
+func (l *RequestLog) Since(n int) ([]string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.all[n:]...), len(l.all)
 }

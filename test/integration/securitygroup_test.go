@@ -591,3 +591,53 @@ func TestSessionIsReusedAcrossReconciles(t *testing.T) {
 		waitForNeutronGone(t, meta.GetExternalName(cr))
 	}
 }
+
+// TestSecurityGroupSteadyStateCostsOneGET checks that a poll of a group that is in sync makes
+// exactly one Neutron call: the GET that returns the group with its rules.
+func TestSecurityGroupSteadyStateCostsOneGET(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	ns := newNamespace(t)
+
+	rs := make([]v1alpha1.SecurityGroupRule, 0, 20)
+	for p := int32(8000); p < 8020; p++ {
+		rs = append(rs, rule("ingress", "IPv4", "tcp", p, p, "10.0.0.0/8"))
+	}
+	cr := newSecurityGroup(ns, "steady", v1alpha1.SecurityGroupParameters{Rules: rs})
+	if err := env.Kube.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(cr)
+	id := meta.GetExternalName(waitForReady(t, key))
+
+	// Let the reconciles that follow creation settle, then watch a few polls.
+	time.Sleep(2 * poll)
+	_, mark := env.Requests.Since(0)
+	const window = 5 * poll
+	time.Sleep(window)
+	reqs, _ := env.Requests.Since(mark)
+	var mine []string
+	for _, r := range reqs {
+		if strings.Contains(r, id) {
+			mine = append(mine, r)
+		}
+	}
+	polls := int(window / poll)
+	gets := 0
+	for _, r := range mine {
+		if r != "GET /v2.0/security-groups/"+id {
+			t.Errorf("a steady-state poll made a call other than the group GET: %s", r)
+		}
+		gets++
+	}
+	// Jitter-free polls every 2s: about one GET per poll, never more than one per poll and a spare.
+	if gets < polls-2 || gets > polls+1 {
+		t.Errorf("GETs of the group over %s (%d polls): got %d, want about %d", window, polls, gets, polls)
+	}
+	t.Logf("steady state: %d Neutron calls over %d polls of a group with %d rules: %v", len(mine), polls, len(rs)+2, mine)
+
+	if err := env.Kube.Delete(ctx, get(t, key)); err != nil {
+		t.Fatal(err)
+	}
+	waitForNeutronGone(t, id)
+}
