@@ -208,8 +208,9 @@ running() {
 	pid=$(<"${f}")
 	[[ "${pid}" =~ ^[0-9]+$ ]] || return 1
 	[[ -r "/proc/${pid}/cmdline" ]] || return 1
-	local argv0
-	argv0=$(tr '\0' '\n' <"/proc/${pid}/cmdline" 2>/dev/null | head -n 1)
+	local argv0=
+	# argv[0] is the cmdline up to its first NUL.
+	IFS= read -r -d '' argv0 <"/proc/${pid}/cmdline" 2>/dev/null || true
 	[[ "${argv0##*/}" == "$1" ]]
 }
 
@@ -267,7 +268,9 @@ wait_for() {
 }
 
 etcd_healthy() {
-	curl -fsS --max-time 2 "http://127.0.0.1:${ETCD_CLIENT_PORT}/health" | grep -q '"health":"true"'
+	local health
+	health=$(curl -fsS --max-time 2 "http://127.0.0.1:${ETCD_CLIENT_PORT}/health") || return 1
+	[[ "${health}" == *'"health":"true"'* ]]
 }
 
 apiserver_ready() {

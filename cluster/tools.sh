@@ -51,7 +51,7 @@ usage() {
 all_exist() {
 	local f
 	for f in "$@"; do
-		[[ -x "$f" && -f "$f" ]] || return 1
+		[[ -x "${f}" && -f "${f}" ]] || return 1
 	done
 }
 
