@@ -88,3 +88,9 @@ dev-down: ## Stop what `make dev` started (data is kept).
 test-bed: ## Only bring the real servers up (for running tests by hand).
 	cluster/tools.sh kube
 	cluster/openstack.sh up
+
+.PHONY: bench
+bench: ## Benchmarks against the real servers; ratios to a floor measured in the same run.
+	cluster/tools.sh kube
+	cluster/openstack.sh up
+	source "$$(cluster/openstack.sh env)" && go test -tags integration -run '^$$' -bench . -benchtime 50x ./internal/...

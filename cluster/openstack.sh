@@ -9,7 +9,7 @@
 #            write $RUN_DIR/openstack/env and clouds.yaml
 #   down     stop what `up` started (by PID); data stays so the next `up` is fast
 #   purge    down, then delete all state (same as `down --purge`)
-#   status   show what runs
+#   status   show what runs; exit 0 only when every service runs
 #   env      print the path of the env file (source it for OS_* and NEUTRON_URL)
 #
 # Everything (configs rendered from cluster/openstack/*, database, key repositories, logs,
@@ -670,22 +670,26 @@ cmd_down() {
 }
 
 cmd_status() {
-  local s pid
+  # Exit 0 only when every service runs, so callers can tell whether to start (and later stop)
+  # the test bed.
+  local s pid rc=0
   if [[ ! -d $STATE_DIR ]]; then
     echo "openstack: no state in $STATE_DIR"
-    return 0
+    return 1
   fi
   for s in "${SERVICES[@]}"; do
     if pid=$(pid_of "$s"); then
       printf '%-10s running (pid %s)\n' "$s" "$pid"
     else
       printf '%-10s stopped\n' "$s"
+      rc=1
     fi
   done
   printf '%-10s GET %s -> %s\n' keystone "$KEYSTONE_URL" "$(http_code "$KEYSTONE_URL")"
   printf '%-10s GET %s/ -> %s\n' neutron "$NEUTRON_URL" "$(http_code "$NEUTRON_URL/")"
   printf 'initialised: %s\n' "$([[ -f $INIT_MARKER ]] && echo yes || echo no)"
   printf 'env file:    %s\n' "$ENV_FILE"
+  return "$rc"
 }
 
 main() {

@@ -215,6 +215,19 @@ func (e *Env) NewNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
+// AdminIdentity returns an identity v3 client logged in as the test bed's admin.
+func (e *Env) AdminIdentity(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	c, err := openstack.ParseCredentials(e.CloudsYAML, openstack.ParseOptions{Cloud: CloudAdmin})
+	if err != nil {
+		return nil, err
+	}
+	pc, err := goopenstack.AuthenticatedClient(ctx, c.Auth)
+	if err != nil {
+		return nil, err
+	}
+	return goopenstack.NewIdentityV3(pc, c.Endpoint)
+}
+
 func neutronClient(clouds []byte) (*gophercloud.ServiceClient, error) {
 	c, err := openstack.ParseCredentials(clouds, openstack.ParseOptions{Cloud: CloudDemo})
 	if err != nil {
@@ -236,6 +249,9 @@ type counting struct {
 
 func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.all.add(r.Method + " " + r.URL.Path)
+	if tok := r.Header.Get("X-Auth-Token"); tok != "" {
+		c.all.setToken(tok)
+	}
 	if r.Method == http.MethodPost && filepath.Base(r.URL.Path) == "tokens" {
 		c.logins.Add(1)
 	}
@@ -244,8 +260,22 @@ func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // A RequestLog records "METHOD /path" of every request, for tests that count API calls.
 type RequestLog struct {
-	mu  sync.Mutex
-	all []string
+	mu    sync.Mutex
+	all   []string
+	token string
+}
+
+func (l *RequestLog) setToken(t string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.token = t
+}
+
+// LastToken is the Keystone token the provider sent last.
+func (l *RequestLog) LastToken() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.token
 }
 
 func (l *RequestLog) add(s string) {

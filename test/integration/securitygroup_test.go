@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
@@ -635,6 +636,52 @@ func TestSecurityGroupSteadyStateCostsOneGET(t *testing.T) {
 		t.Errorf("GETs of the group over %s (%d polls): got %d, want about %d", window, polls, gets, polls)
 	}
 	t.Logf("steady state: %d Neutron calls over %d polls of a group with %d rules: %v", len(mine), polls, len(rs)+2, mine)
+
+	if err := env.Kube.Delete(ctx, get(t, key)); err != nil {
+		t.Fatal(err)
+	}
+	waitForNeutronGone(t, id)
+}
+
+// TestSessionReauthenticatesWhenTheTokenIsRevoked checks that a cached session survives the
+// end of its token (expiry or revocation): it logs in again and carries on.
+func TestSessionReauthenticatesWhenTheTokenIsRevoked(t *testing.T) {
+	ctx := harness.Ctx(t)
+	ns := newNamespace(t)
+
+	cr := newSecurityGroup(ns, "reauth", v1alpha1.SecurityGroupParameters{})
+	if err := env.Kube.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(cr)
+	id := meta.GetExternalName(waitForReady(t, key))
+
+	identity, err := env.AdminIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := env.Requests.LastToken()
+	if err := tokens.Revoke(ctx, identity, token).Err; err != nil {
+		t.Fatalf("cannot revoke the provider's token: %v", err)
+	}
+	logins := env.Logins.Load()
+
+	// A change the provider must make with a fresh token.
+	env.Mutate(t, key, cr, func() { cr.Spec.ForProvider.Description = ptr.To("after revocation") })
+	harness.Eventually(t, 30*time.Second, "description updated after the token was revoked", func() error {
+		sg, err := groups.Get(ctx, env.Neutron, id).Extract()
+		if err != nil {
+			return err
+		}
+		if sg.Description != "after revocation" {
+			return fmt.Errorf("description is %q", sg.Description)
+		}
+		return nil
+	})
+	if env.Logins.Load() == logins {
+		t.Errorf("no new Keystone login after the token was revoked")
+	}
+	waitForReady(t, key)
 
 	if err := env.Kube.Delete(ctx, get(t, key)); err != nil {
 		t.Fatal(err)

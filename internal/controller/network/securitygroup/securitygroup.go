@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
@@ -65,6 +64,9 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 		// Observe adopt a group whose UUID was lost in a crash, so a retry is safe.
 		managed.WithInitializers(),
 		managed.WithDeterministicExternalName(true),
+		// Neutron reads its own writes: a group it does not find is gone, also right after
+		// it was created. Waiting out a grace period would only stall the delete of new groups.
+		managed.WithCreationGracePeriod(0),
 		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
 	)
 }
