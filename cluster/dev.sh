@@ -82,6 +82,34 @@ start_provider() {
 	die "the provider did not become ready; log: ${STATE}/provider.log"
 }
 
+# demo_server gives the examples something to act on: a "server" in the shape Nova leaves in
+# Neutron (a port with device_owner compute:nova and the server UUID as device_id) and a
+# Kubernetes Node for it labelled role=web, as the OpenStack cloud provider would register it.
+# There is no Nova or kubelet here; this is exactly what SecurityGroupAttachment looks at.
+demo_server() {
+	# shellcheck disable=SC1090
+	source "$(cluster/openstack.sh env)"
+	local os=(openstack --os-cloud demo) server
+	if ! server=$(kubectl_ get node dev-web-1 -o jsonpath='{.spec.providerID}' 2>/dev/null); then
+		server=$(/usr/bin/python3 -c 'import uuid; print(uuid.uuid4())')
+		kubectl_ apply -f - >/dev/null <<-YAML
+			apiVersion: v1
+			kind: Node
+			metadata:
+			  name: dev-web-1
+			  labels: {role: web}
+			spec:
+			  providerID: openstack:///${server}
+		YAML
+	fi
+	server=${server##*/}
+	"${os[@]}" network show dev-net >/dev/null 2>&1 || "${os[@]}" network create dev-net >/dev/null
+	if [[ -z $("${os[@]}" port list --device-id "${server}" -f value -c ID) ]]; then
+		"${os[@]}" port create --network dev-net --device-owner compute:nova --device "${server}" dev-web-1 >/dev/null
+	fi
+	log "demo server ${server}: node dev-web-1 (role=web), port on dev-net"
+}
+
 wait_ready() {
 	local deadline=$((SECONDS + READY_TIMEOUT)) pending
 	while :; do
@@ -103,13 +131,14 @@ cmd_up() {
 	kubectl_ apply --server-side -f package/crds >/dev/null
 	kubectl_ wait --for=condition=Established --timeout=60s -f package/crds >/dev/null
 	credentials
+	demo_server
 	start_provider
 	log "applying examples/"
 	kubectl_ apply -R -f examples/
 	wait_ready
 	kubectl_ get managed -A
 	log "up in $((SECONDS - start))s. kubeconfig: $(cluster/kube.sh kubeconfig); provider log: ${STATE}/provider.log"
-	log "OpenStack CLI: source $(cluster/openstack.sh env); OS_CLOUD=demo openstack security group list"
+	log "OpenStack CLI: source $(cluster/openstack.sh env); openstack --os-cloud demo port show dev-web-1"
 }
 
 cmd_down() {

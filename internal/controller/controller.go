@@ -7,6 +7,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/controller/config"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/controller/network/securitygroup"
+	"github.com/stackservices/provider-stackservices/internal/controller/network/securitygroupattachment"
 )
 
 // SetupGated registers every controller to start once its CRDs are established.
@@ -14,6 +15,7 @@ func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 	for _, setup := range []func(ctrl.Manager, managedcontroller.Options) error{
 		config.SetupGated,
 		securitygroup.SetupGated,
+		securitygroupattachment.SetupGated,
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

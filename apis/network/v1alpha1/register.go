@@ -28,6 +28,14 @@ var (
 	SecurityGroupGroupVersionKind = SchemeGroupVersion.WithKind(SecurityGroupKind)
 )
 
+// SecurityGroupAttachment type metadata.
+var (
+	SecurityGroupAttachmentKind             = reflect.TypeOf(SecurityGroupAttachment{}).Name()
+	SecurityGroupAttachmentGroupKind        = schema.GroupKind{Group: Group, Kind: SecurityGroupAttachmentKind}.String()
+	SecurityGroupAttachmentGroupVersionKind = SchemeGroupVersion.WithKind(SecurityGroupAttachmentKind)
+)
+
 func init() {
 	SchemeBuilder.Register(&SecurityGroup{}, &SecurityGroupList{})
+	SchemeBuilder.Register(&SecurityGroupAttachment{}, &SecurityGroupAttachmentList{})
 }

@@ -57,6 +57,8 @@ type Port struct {
 	DeviceOwner    string   `json:"device_owner"`
 	SecurityGroups []string `json:"security_groups"`
 	RevisionNumber int64    `json:"revision_number"`
+	// PortSecurityEnabled false means the port takes no security groups at all.
+	PortSecurityEnabled *bool `json:"port_security_enabled,omitempty"`
 }
 
 // SecurityGroups is the part of Neutron's API that manages security groups and their rules.
@@ -86,6 +88,14 @@ type SecurityGroups interface {
 type Ports interface {
 	// ListPortsWithSecurityGroup returns the ports a security group is applied to.
 	ListPortsWithSecurityGroup(ctx context.Context, securityGroupID string) ([]Port, error)
+	// ListPortsOfDevices returns the ports of the supplied devices (servers), in as few calls
+	// as the URL length allows.
+	ListPortsOfDevices(ctx context.Context, deviceIDs []string) ([]Port, error)
+	// GetPort returns one port.
+	GetPort(ctx context.Context, id string) (*Port, error)
+	// SetPortSecurityGroups sets a port's security groups if its revision is still the
+	// supplied one, so that a concurrent change by another writer is never overwritten.
+	SetPortSecurityGroups(ctx context.Context, id string, securityGroups []string, revision int64) (*Port, error)
 }
 
 // neutron implements the narrow interfaces above on a gophercloud service client.
@@ -224,6 +234,53 @@ func (n *neutron) ListPortsWithSecurityGroup(ctx context.Context, securityGroupI
 		}
 	}
 	return out, nil
+}
+
+// devicesPerList bounds the device_id filters of one port list, keeping the URL short.
+const devicesPerList = 40
+
+func (n *neutron) ListPortsOfDevices(ctx context.Context, deviceIDs []string) ([]Port, error) {
+	var out []Port
+	for start := 0; start < len(deviceIDs); start += devicesPerList {
+		end := min(start+devicesPerList, len(deviceIDs))
+		q := url.Values{"device_id": deviceIDs[start:end]}
+		var body struct {
+			Ports []Port `json:"ports"`
+		}
+		if _, err := n.c.Get(ctx, n.c.ServiceURL("ports")+"?"+q.Encode(), &body, nil); err != nil {
+			return nil, err
+		}
+		out = append(out, body.Ports...)
+	}
+	return out, nil
+}
+
+func (n *neutron) GetPort(ctx context.Context, id string) (*Port, error) {
+	var body struct {
+		Port Port `json:"port"`
+	}
+	if _, err := n.c.Get(ctx, n.c.ServiceURL("ports", id), &body, nil); err != nil {
+		return nil, err
+	}
+	return &body.Port, nil
+}
+
+func (n *neutron) SetPortSecurityGroups(ctx context.Context, id string, securityGroups []string, revision int64) (*Port, error) {
+	if securityGroups == nil {
+		securityGroups = []string{}
+	}
+	req := map[string]any{"port": map[string]any{"security_groups": securityGroups}}
+	var body struct {
+		Port Port `json:"port"`
+	}
+	_, err := n.c.Put(ctx, n.c.ServiceURL("ports", id), req, &body, &gophercloud.RequestOpts{
+		OkCodes:     []int{http.StatusOK},
+		MoreHeaders: ifMatch(revision),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &body.Port, nil
 }
 
 // ifMatch makes Neutron refuse a write when the resource changed since it was read (412).

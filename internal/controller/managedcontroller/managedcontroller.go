@@ -7,6 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -52,9 +55,21 @@ func Recorder(mgr ctrl.Manager, k Kind) event.Recorder {
 	return event.NewAPIRecorder(mgr.GetEventRecorderFor(k.Name()))
 }
 
+// A Watch makes events of other objects (say, Nodes) reconcile the managed resources the
+// handler names, without waiting for the next poll.
+type Watch struct {
+	Object  client.Object
+	Handler handler.EventHandler
+}
+
 // Setup registers a managed resource controller with the settings the provider's kinds share
 // plus the kind's own options (its external connector above all).
 func Setup(mgr ctrl.Manager, o Options, k Kind, opts ...managed.ReconcilerOption) error {
+	return SetupWithWatches(mgr, o, k, nil, opts...)
+}
+
+// SetupWithWatches is Setup for kinds that also react to other objects.
+func SetupWithWatches(mgr ctrl.Manager, o Options, k Kind, watches []Watch, opts ...managed.ReconcilerOption) error {
 	name := k.Name()
 	all := []managed.ReconcilerOption{
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
@@ -77,12 +92,16 @@ func Setup(mgr ctrl.Manager, o Options, k Kind, opts ...managed.ReconcilerOption
 	}
 	r := managed.NewReconciler(mgr, resource.ManagedKind(k.GroupVersionKind), append(all, opts...)...)
 
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
-		WithEventFilter(resource.DesiredStateChanged()).
-		For(k.Object).
-		Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
+		// Status updates of the resource itself must not trigger reconciles; events of
+		// watched objects are the handlers' to filter.
+		For(k.Object, builder.WithPredicates(resource.DesiredStateChanged()))
+	for _, w := range watches {
+		b = b.Watches(w.Object, w.Handler)
+	}
+	return b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
 }
 
 // Gated runs setup once the CRDs of the supplied kinds are established (safe-start: Crossplane

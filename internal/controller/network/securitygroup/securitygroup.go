@@ -92,10 +92,15 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (ma
 	return &external{groups: s.SecurityGroups(), ports: s.Ports(), record: c.record}, nil
 }
 
+// portsInUse is all this controller needs of the port API: who uses a group it cannot delete.
+type portsInUse interface {
+	ListPortsWithSecurityGroup(ctx context.Context, securityGroupID string) ([]openstack.Port, error)
+}
+
 // external reconciles one SecurityGroup with Neutron.
 type external struct {
 	groups openstack.SecurityGroups
-	ports  openstack.Ports
+	ports  portsInUse
 	record event.Recorder
 }
 

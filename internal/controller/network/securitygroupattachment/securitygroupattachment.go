@@ -1,0 +1,371 @@
+// Package securitygroupattachment attaches Neutron security groups to the servers behind the
+// Kubernetes nodes a label selector picks.
+package securitygroupattachment
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
+	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
+)
+
+const (
+	errConnect          = "cannot connect to OpenStack"
+	errNoSecurityGroup  = "spec.forProvider.securityGroupID is not set (is the referenced SecurityGroup Ready?)"
+	errNodeSelector     = "cannot use spec.forProvider.nodeSelector"
+	errListNodes        = "cannot list the selected nodes"
+	errListPorts        = "cannot list the ports of the servers"
+	errFmtChangePorts   = "cannot change the security groups of %d port(s): %s"
+	errFmtServerErrors  = "%d server(s) cannot get the security group: %s"
+	errFmtUnmatched     = "%d selected node(s) map to no server: %s"
+	maxRetriesOnChange  = 5
+	reasonAttached      = event.Reason("AttachedSecurityGroup")
+	reasonReattached    = event.Reason("ReattachedSecurityGroup")
+	reasonDetached      = event.Reason("DetachedSecurityGroup")
+	reasonNotAttachable = event.Reason("CannotAttachSecurityGroup")
+)
+
+// Kind is the managed resource kind this package reconciles.
+var Kind = managedcontroller.Kind{
+	GroupVersionKind: v1alpha1.SecurityGroupAttachmentGroupVersionKind,
+	Object:           &v1alpha1.SecurityGroupAttachment{},
+	List:             &v1alpha1.SecurityGroupAttachmentList{},
+}
+
+// Setup adds a controller that reconciles SecurityGroupAttachments. Besides polling, it
+// watches the local cluster's Nodes so that a label change reaches Neutron at once, when the
+// provider may watch Nodes; without that permission it polls, and says so in its log.
+func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
+	var (
+		watches []managedcontroller.Watch
+		nodes   client.Reader = mgr.GetAPIReader()
+	)
+	if canWatchNodes(context.Background(), mgr.GetConfig()) {
+		watches = append(watches, managedcontroller.Watch{Object: &corev1.Node{}, Handler: enqueueForNode(mgr.GetClient())})
+		nodes = mgr.GetClient()
+	} else {
+		o.Logger.Info("Cannot watch Nodes: SecurityGroupAttachments follow node changes at the next poll only. Grant the provider's service account get, list and watch on nodes.")
+	}
+	return managedcontroller.SetupWithWatches(mgr, o, Kind, watches,
+		managed.WithTypedExternalConnector[*v1alpha1.SecurityGroupAttachment](&connector{
+			openstack: o.OpenStack,
+			local:     nodes,
+			remote:    newRemoteClusters(mgr.GetClient()),
+			record:    managedcontroller.Recorder(mgr, Kind),
+		}),
+		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
+		// Attaching is port updates Neutron applies at once; nothing to wait for.
+		managed.WithCreationGracePeriod(0),
+	)
+}
+
+// SetupGated sets the controller up once the SecurityGroupAttachment CRD is established.
+func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
+	return managedcontroller.Gated(mgr, o, func() error { return Setup(mgr, o) }, Kind.GroupVersionKind)
+}
+
+type connector struct {
+	openstack interface {
+		Connect(ctx context.Context, mg resource.ModernManaged) (*openstack.Session, error)
+	}
+	local  client.Reader
+	remote *remoteClusters
+	record event.Recorder
+}
+
+func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (managed.TypedExternalClient[*v1alpha1.SecurityGroupAttachment], error) {
+	s, err := c.openstack.Connect(ctx, cr)
+	if err != nil {
+		return nil, errors.Wrap(err, errConnect)
+	}
+	nodes := c.local
+	if ref := cr.Spec.ForProvider.KubeconfigSecretRef; ref != nil {
+		if nodes, err = c.remote.reader(ctx, cr.GetNamespace(), *ref); err != nil {
+			return nil, err
+		}
+	}
+	return &external{ports: s.Ports(), nodes: nodes, record: c.record}, nil
+}
+
+// external reconciles one attachment. It lives for one reconcile, so Update reuses what
+// Observe read instead of reading Neutron again.
+type external struct {
+	ports  openstack.Ports
+	nodes  client.Reader
+	record event.Recorder
+
+	observed *observation
+}
+
+// observation is what Observe read: the plan and the ports it was made from.
+type observation struct {
+	sg, previous string
+	want         map[string]string
+	recorded     []v1alpha1.AttachedServer
+	ports        []openstack.Port
+	plan         plan
+}
+
+func (e *external) observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (*observation, []v1alpha1.UnmatchedNode, error) {
+	sg := ptr.Deref(cr.Spec.ForProvider.SecurityGroupID, "")
+	if sg == "" {
+		return nil, nil, errors.New(errNoSecurityGroup)
+	}
+	o := &observation{sg: sg, previous: cr.Status.AtProvider.SecurityGroupID, recorded: cr.Status.AtProvider.Servers}
+	nodes, err := e.selectedNodes(ctx, cr.Spec.ForProvider.NodeSelector)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := resolveTargets(nodes, cr.Spec.ForProvider.ServerIDs)
+	o.want = t.servers
+	if meta.WasDeleted(cr) {
+		// Detach from every server recorded, and every server that matches now (the status
+		// may be older than the last attach): all of them are unwanted now.
+		seen := map[string]bool{}
+		for _, r := range o.recorded {
+			seen[r.ServerID] = true
+		}
+		for _, id := range sortedKeys(o.want) {
+			if !seen[id] {
+				o.recorded = append(o.recorded, v1alpha1.AttachedServer{ServerID: id, NodeName: o.want[id]})
+			}
+		}
+		o.want = map[string]string{}
+	}
+	ids := map[string]bool{}
+	for id := range o.want {
+		ids[id] = true
+	}
+	for _, r := range o.recorded {
+		ids[r.ServerID] = true
+	}
+	if len(ids) > 0 {
+		ports, err := e.ports.ListPortsOfDevices(ctx, sortedSet(ids))
+		if err != nil {
+			return nil, nil, errors.Wrap(err, errListPorts)
+		}
+		o.ports = ports
+	}
+	o.plan = makePlan(o.sg, o.previous, o.want, o.recorded, o.ports)
+	return o, t.unmatched, nil
+}
+
+func (e *external) selectedNodes(ctx context.Context, s *metav1.LabelSelector) ([]corev1.Node, error) {
+	if s == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, errors.Wrap(err, errNodeSelector)
+	}
+	l := &corev1.NodeList{}
+	if err := e.nodes.List(ctx, l, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, errors.Wrap(err, errListNodes)
+	}
+	return l.Items, nil
+}
+
+func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (managed.ExternalObservation, error) {
+	o, unmatched, err := e.observe(ctx, cr)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	e.observed = o
+
+	if meta.WasDeleted(cr) {
+		// Deleted once the group is off every server it was attached to.
+		return managed.ExternalObservation{ResourceExists: stillAttached(o.ports, o.sg, o.previous)}, nil
+	}
+
+	exists := !meta.GetExternalCreateSucceeded(cr).IsZero() || len(o.recorded) > 0
+	cr.Status.AtProvider.Servers = o.plan.servers
+	cr.Status.AtProvider.UnmatchedNodes = unmatched
+	if o.plan.upToDate() || cr.Status.AtProvider.SecurityGroupID == "" {
+		cr.Status.AtProvider.SecurityGroupID = o.sg
+	}
+	cr.SetConditions(readiness(o.plan, unmatched))
+	return managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: o.plan.upToDate()}, nil
+}
+
+// readiness is Ready=True only when every targeted server has the group on all its ports and
+// every selected node maps to a server.
+func readiness(p plan, unmatched []v1alpha1.UnmatchedNode) xpv2.Condition {
+	var why []string
+	if errs := p.errors(); len(errs) > 0 {
+		why = append(why, fmt.Sprintf(errFmtServerErrors, len(errs), describeServers(errs)))
+	}
+	if len(unmatched) > 0 {
+		parts := make([]string, 0, len(unmatched))
+		for _, u := range unmatched {
+			parts = append(parts, u.NodeName+" ("+u.Reason+")")
+		}
+		why = append(why, fmt.Sprintf(errFmtUnmatched, len(unmatched), strings.Join(parts, "; ")))
+	}
+	if !p.upToDate() {
+		why = append(why, "attaching or detaching the group")
+	}
+	if len(why) == 0 {
+		return xpv2.Available()
+	}
+	return xpv2.Unavailable().WithMessage(strings.Join(why, "; "))
+}
+
+func describeServers(s []v1alpha1.AttachedServer) string {
+	parts := make([]string, 0, len(s))
+	for _, x := range s {
+		name := x.ServerID
+		if x.NodeName != "" {
+			name += " (node " + x.NodeName + ")"
+		}
+		parts = append(parts, name+": "+x.Reason)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *external) Create(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (managed.ExternalCreation, error) {
+	_, err := e.sync(ctx, cr)
+	return managed.ExternalCreation{}, err
+}
+
+func (e *external) Update(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (managed.ExternalUpdate, error) {
+	o, err := e.sync(ctx, cr)
+	if o != nil {
+		cr.Status.AtProvider.Servers = o.plan.servers
+		if o.plan.upToDate() {
+			cr.Status.AtProvider.SecurityGroupID = o.sg
+		}
+	}
+	return managed.ExternalUpdate{}, err
+}
+
+// sync makes the changes of the observed plan and returns the observation updated with what
+// Neutron now holds.
+func (e *external) sync(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (*observation, error) {
+	o := e.observed
+	if o == nil {
+		var err error
+		if o, _, err = e.observe(ctx, cr); err != nil {
+			return nil, err
+		}
+	}
+	err := e.apply(ctx, cr, o, "it is no longer selected")
+	o.plan = makePlan(o.sg, o.previous, o.want, o.recorded, o.ports)
+	for _, s := range o.plan.errors() {
+		e.record.Event(cr, event.Warning(reasonNotAttachable, errors.Errorf("server %s: %s", s.ServerID, s.Reason)))
+	}
+	return o, err
+}
+
+func (e *external) Delete(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (managed.ExternalDelete, error) {
+	o := e.observed
+	if o == nil {
+		var err error
+		if o, _, err = e.observe(ctx, cr); err != nil {
+			return managed.ExternalDelete{}, err
+		}
+	}
+	return managed.ExternalDelete{}, e.apply(ctx, cr, o, "the attachment is being deleted")
+}
+
+func (e *external) Disconnect(_ context.Context) error { return nil }
+
+// apply makes each port change, retrying with the port's new revision when another writer
+// changed the port in between, and records in o.ports what Neutron now holds.
+func (e *external) apply(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment, o *observation, detachReason string) error {
+	byServer := map[string][]portChange{}
+	var order []string
+	for _, c := range o.plan.changes {
+		if _, ok := byServer[c.serverID]; !ok {
+			order = append(order, c.serverID)
+		}
+		byServer[c.serverID] = append(byServer[c.serverID], c)
+	}
+	var failed []string
+	for _, id := range order {
+		var changed []string
+		for _, c := range byServer[id] {
+			p, err := e.change(ctx, c)
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("port %s of server %s: %s", c.port.ID, id, openstack.Describe(err)))
+				continue
+			}
+			changed = append(changed, c.port.ID)
+			for i := range o.ports {
+				if o.ports[i].ID == p.ID {
+					o.ports[i] = *p
+				}
+			}
+		}
+		if len(changed) > 0 {
+			e.record.Event(cr, serverEvent(byServer[id][0], changed, detachReason))
+		}
+	}
+	if len(failed) > 0 {
+		return errors.Errorf(errFmtChangePorts, len(failed), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// change makes one port change with Neutron's revision check (If-Match): when the port moved
+// on, it is read again and the change re-applied to what it holds now.
+func (e *external) change(ctx context.Context, c portChange) (*openstack.Port, error) {
+	p := c.port
+	for attempt := 0; ; attempt++ {
+		if !c.needed(p.SecurityGroups) {
+			return &p, nil
+		}
+		updated, err := e.ports.SetPortSecurityGroups(ctx, p.ID, c.apply(p.SecurityGroups), p.RevisionNumber)
+		if err == nil {
+			return updated, nil
+		}
+		if !openstack.IsPreconditionFailed(err) || attempt == maxRetriesOnChange {
+			return nil, err
+		}
+		fresh, gerr := e.ports.GetPort(ctx, p.ID)
+		if gerr != nil {
+			return nil, gerr
+		}
+		p = *fresh
+	}
+}
+
+func serverEvent(c portChange, ports []string, detachReason string) event.Event {
+	on := "server " + c.serverID
+	if c.nodeName != "" {
+		on += " (node " + c.nodeName + ")"
+	}
+	switch {
+	case c.attach != "" && c.reattach:
+		return event.Normal(reasonReattached, fmt.Sprintf("Re-attached security group %s to %s: it had been removed from port(s) %s", c.attach, on, strings.Join(ports, ", ")))
+	case c.attach != "":
+		return event.Normal(reasonAttached, fmt.Sprintf("Attached security group %s to %s (port(s) %s)", c.attach, on, strings.Join(ports, ", ")))
+	default:
+		return event.Normal(reasonDetached, fmt.Sprintf("Detached security group %s from %s (port(s) %s): %s", strings.Join(c.detach, ", "), on, strings.Join(ports, ", "), detachReason))
+	}
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
