@@ -111,7 +111,6 @@ type SecurityGroupAttachmentStatus struct {
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="SECURITY-GROUP",type="string",JSONPath=".status.atProvider.securityGroupID"
-// +kubebuilder:printcolumn:name="SERVERS",type="integer",JSONPath=".status.atProvider.servers.length()"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,stackservices},shortName=sga
