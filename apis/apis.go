@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	networkv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	objectstoragev1alpha1 "github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1"
 	"github.com/stackservices/provider-stackservices/apis/v1alpha1"
 )
 
@@ -13,6 +14,7 @@ func AddToScheme(s *runtime.Scheme) error {
 	for _, add := range []func(*runtime.Scheme) error{
 		v1alpha1.SchemeBuilder.AddToScheme,
 		networkv1alpha1.SchemeBuilder.AddToScheme,
+		objectstoragev1alpha1.SchemeBuilder.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err

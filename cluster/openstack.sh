@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# cluster/openstack.sh: a local OpenStack (Keystone + Neutron) for the integration tests.
+# cluster/openstack.sh: a local OpenStack (Keystone, Neutron, Swift with its S3 API) for the
+# integration tests.
 #
 # Usage: cluster/openstack.sh install | up | down [--purge] | purge | status | env
 #
 #   install  install the Debian packages (fast no-op when they are installed)
-#   up       install, then start memcached, MariaDB, Keystone and Neutron on 127.0.0.1,
-#            initialise databases and the catalog on first use, wait until they answer,
+#   up       install, then start memcached, MariaDB, Keystone, Neutron and Swift (account,
+#            container and object servers, proxy with s3api) on 127.0.0.1, initialise
+#            databases, rings and the catalog on first use, wait until they answer,
 #            write $RUN_DIR/openstack/env and clouds.yaml
 #   down     stop what `up` started (by PID); data stays so the next `up` is fast
 #   purge    down, then delete all state (same as `down --purge`)
 #   status   show what runs; exit 0 only when every service runs
-#   env      print the path of the env file (source it for OS_* and NEUTRON_URL)
+#   env      print the path of the env file (source it for OS_*, NEUTRON_URL, SWIFT_URL,
+#            S3_ENDPOINT and S3_REGION)
 #
-# Everything (configs rendered from cluster/openstack/*, database, key repositories, logs,
-# PID files, sockets) lives under $RUN_DIR/openstack (RUN_DIR defaults to <repo>/.run).
-# Nothing is written to /etc. Daemons are plain processes (no systemd here) started with
-# setsid, so each one leads its own process group and `down` can stop it with its workers.
+# Everything (configs rendered from cluster/openstack/*, database, key repositories, Swift's
+# rings and device, logs, PID files, sockets) lives under $RUN_DIR/openstack (RUN_DIR
+# defaults to <repo>/.run). Nothing is written to /etc (Swift reads Debian's
+# /etc/swift/swift.conf as shipped, for its hash path prefix/suffix and storage policy 0).
+# Daemons are plain processes (no systemd here) started with setsid, so each one leads its
+# own process group and `down` can stop it with its workers.
 #
 # Services are functions named <service>_<step> (memcached_start, keystone_init, ...), so a
-# later service (Swift) adds its own functions and a line in cmd_up/cmd_down.
+# new service adds its own functions and a line in cmd_up/stop_all/SERVICES.
 set -euo pipefail
 # No job control, ever: background jobs then stay in our process group, so `setsid` execs
 # the daemon itself (no extra fork) and $! is the daemon's PID.
@@ -40,6 +45,10 @@ CLOUDS_FILE=$STATE_DIR/clouds.yaml
 # Written once the databases and the catalog are complete. Without it, state is partial
 # (an interrupted first `up`) and is rebuilt from scratch.
 INIT_MARKER=$STATE_DIR/.initialised
+# Written into the marker. Bump it when the state a fresh `up` creates changes (databases,
+# catalog, rings): state of another version is rebuilt from scratch.
+# 2: Swift (rings, user swift, object-store endpoints, check credential) and user demo2.
+STATE_VERSION=2
 LOCK_FILE=$RUN_DIR/.openstack.lock
 
 HOST=127.0.0.1
@@ -47,23 +56,41 @@ MEMCACHED_PORT=11211
 MARIADB_PORT=3306
 KEYSTONE_PORT=5000
 NEUTRON_PORT=9696
+SWIFT_PROXY_PORT=8080
+SWIFT_ACCOUNT_PORT=6202
+SWIFT_CONTAINER_PORT=6201
+SWIFT_OBJECT_PORT=6200
 KEYSTONE_URL=http://$HOST:$KEYSTONE_PORT/v3
 NEUTRON_URL=http://$HOST:$NEUTRON_PORT
+SWIFT_URL=http://$HOST:$SWIFT_PROXY_PORT
 REGION=RegionOne
+# s3api's `location`: S3 clients must sign for this region (not Keystone's RegionOne).
+S3_REGION=us-east-1
+# Rings, builder files and the device directory (devices/d1) of the Swift servers.
+SWIFT_DIR=$STATE_DIR/swift
 
 # Test-bed credentials (loopback only).
 ADMIN_PASSWORD="admin"
 DEMO_PASSWORD="demo"
 NEUTRON_PASSWORD="neutron"
+SWIFT_PASSWORD="swift"
+DEMO2_PASSWORD="demo2"
+# An EC2 credential of user swift (project service), made with the catalog, for the S3
+# readiness check (s3api, s3token, Keystone, keystoneauth and the account server all take
+# part). Tests should make their own credentials.
+SWIFT_CHECK_ACCESS="testbed-readiness-check"
+SWIFT_CHECK_SECRET="testbed-readiness-secret"
 DB_PASSWORD="stackdb"
 
 # Start-up budgets in seconds (generous: the machine may be busy compiling).
 KEYSTONE_TIMEOUT=${OPENSTACK_KEYSTONE_TIMEOUT:-180}
 NEUTRON_TIMEOUT=${OPENSTACK_NEUTRON_TIMEOUT:-240}
+SWIFT_TIMEOUT=${OPENSTACK_SWIFT_TIMEOUT:-180}
 
 PACKAGES=(
   keystone python3-openstackclient neutron-server memcached
   uwsgi-core uwsgi-plugin-python3 mariadb-server mariadb-client python3-pymysql curl
+  swift swift-proxy swift-account swift-container swift-object python3-keystonemiddleware
 )
 
 # The OpenStack tools are Debian's Python programs: call them by absolute path with Debian's
@@ -103,6 +130,7 @@ proc_pattern() {
     mariadb) echo mariadbd ;;
     keystone) echo uwsgi ;;
     neutron) echo neutron-server ;;
+    swift-account | swift-container | swift-object | swift-proxy) echo "$1-server" ;;
     *) die "unknown service $1" ;;
   esac
 }
@@ -227,8 +255,8 @@ missing_packages() {
 }
 
 # Without a policy-rc.d that denies, the packages' postinst scripts start memcached, MariaDB,
-# Keystone and Neutron with Debian's configs, listening on all interfaces and holding the
-# ports this test bed needs.
+# Keystone, Neutron and Swift with Debian's configs, listening on all interfaces and holding
+# the ports this test bed needs.
 ensure_policy_rc_d() {
   local f=/usr/sbin/policy-rc.d
   if [[ -x $f ]] && grep -q 'exit 101' "$f"; then return 0; fi
@@ -238,9 +266,9 @@ ensure_policy_rc_d() {
 }
 
 # The PIDs of processes the packages could start (by executable name, which ps cuts at 15
-# characters: hence neutron-.*).
+# characters: hence neutron-.* and swift-.*).
 package_daemon_pids() {
-  ps -eo pid=,comm= | awk '$2 ~ /^(memcached|mariadbd|mysqld|mysqld_safe|mariadbd-safe|uwsgi|keystone|neutron-.*)$/ { print $1 }' | sort
+  ps -eo pid=,comm= | awk '$2 ~ /^(memcached|mariadbd|mysqld|mysqld_safe|mariadbd-safe|uwsgi|keystone|neutron-.*|swift-.*)$/ { print $1 }' | sort
 }
 
 # Stop daemons that appeared during the installation (a policy-rc.d that did not work):
@@ -301,13 +329,25 @@ render() {
     -e "s|@NEUTRON_HOST@|$HOST|g" \
     -e "s|@NEUTRON_PORT@|$NEUTRON_PORT|g" \
     -e "s|@NEUTRON_PASSWORD@|$NEUTRON_PASSWORD|g" \
+    -e "s|@SWIFT_HOST@|$HOST|g" \
+    -e "s|@SWIFT_DIR@|$SWIFT_DIR|g" \
+    -e "s|@SWIFT_PROXY_PORT@|$SWIFT_PROXY_PORT|g" \
+    -e "s|@SWIFT_ACCOUNT_PORT@|$SWIFT_ACCOUNT_PORT|g" \
+    -e "s|@SWIFT_CONTAINER_PORT@|$SWIFT_CONTAINER_PORT|g" \
+    -e "s|@SWIFT_OBJECT_PORT@|$SWIFT_OBJECT_PORT|g" \
+    -e "s|@SWIFT_PASSWORD@|$SWIFT_PASSWORD|g" \
+    -e "s|@S3_REGION@|$S3_REGION|g" \
     "$TEMPLATE_DIR/$1" >"$ETC_DIR/$1.tmp"
   mv "$ETC_DIR/$1.tmp" "$ETC_DIR/$1"
 }
 
 render_configs() {
   local t
-  for t in keystone.conf keystone-uwsgi.ini neutron.conf ml2_conf.ini; do render "$t"; done
+  for t in keystone.conf keystone-uwsgi.ini neutron.conf ml2_conf.ini \
+    swift-account-server.conf swift-container-server.conf swift-object-server.conf \
+    swift-proxy-server.conf; do
+    render "$t"
+  done
 }
 
 write_client_files() {
@@ -324,7 +364,13 @@ export OS_ADMIN_PROJECT_NAME=admin
 export OS_DEMO_USERNAME=demo
 export OS_DEMO_PASSWORD=$DEMO_PASSWORD
 export OS_DEMO_PROJECT_NAME=demo
+export OS_DEMO2_USERNAME=demo2
+export OS_DEMO2_PASSWORD=$DEMO2_PASSWORD
+export OS_DEMO2_PROJECT_NAME=demo2
 export NEUTRON_URL=$NEUTRON_URL
+export SWIFT_URL=$SWIFT_URL
+export S3_ENDPOINT=$SWIFT_URL
+export S3_REGION=$S3_REGION
 export OS_CLIENT_CONFIG_FILE=$CLOUDS_FILE
 EOF
   mv "$ENV_FILE.tmp" "$ENV_FILE"
@@ -332,9 +378,13 @@ EOF
   {
     echo "# Written by cluster/openstack.sh: the local OpenStack test bed."
     echo "clouds:"
-    for cloud in admin demo; do
+    for cloud in admin demo demo2; do
       user=$cloud
-      if [[ $cloud == admin ]]; then password=$ADMIN_PASSWORD; else password=$DEMO_PASSWORD; fi
+      case $cloud in
+        admin) password=$ADMIN_PASSWORD ;;
+        demo) password=$DEMO_PASSWORD ;;
+        demo2) password=$DEMO2_PASSWORD ;;
+      esac
       cat <<EOF
   $cloud:
     auth:
@@ -463,7 +513,8 @@ keystone_wait() {
 
 # The catalog beyond `keystone-manage bootstrap`, as commands for one `openstack` process
 # reading stdin (one process per command costs about 2 s of start-up each). That shell
-# does not honour quotes: no argument may contain a space. Each service that needs users
+# (cmd2) strips every quote character, even inside an argument; no argument may contain a
+# space, and a literal " must be written \" inside '...'. Each service that needs users
 # or endpoints prints its commands in its own <service>_catalog function.
 # (bootstrap already made the roles admin, member and reader.)
 keystone_catalog() {
@@ -473,6 +524,9 @@ project create --domain default --or-show demo
 role create --or-show service
 user create --domain default --password $DEMO_PASSWORD --or-show demo
 role add --project demo --user demo member
+project create --domain default --or-show demo2
+user create --domain default --password $DEMO2_PASSWORD --or-show demo2
+role add --project demo2 --user demo2 member
 EOF
 }
 
@@ -486,6 +540,24 @@ endpoint create --region $REGION network public $NEUTRON_URL
 endpoint create --region $REGION network internal $NEUTRON_URL
 endpoint create --region $REGION network admin $NEUTRON_URL
 EOF
+}
+
+# Swift: its service user (keystonemiddleware and s3token authenticate as swift), the
+# reseller role of keystoneauth, the object-store endpoints and the readiness-check EC2
+# credential (a JSON blob; see above for the quoting).
+swift_catalog() {
+  local iface q='\"'
+  cat <<EOF
+role create --or-show ResellerAdmin
+user create --domain default --password $SWIFT_PASSWORD --or-show swift
+role add --project service --user swift admin
+role add --project service --user swift service
+service create --name swift object-store
+EOF
+  for iface in public internal admin; do
+    echo "endpoint create --region $REGION object-store $iface $SWIFT_URL/v1/AUTH_%(project_id)s"
+  done
+  echo "credential create --type ec2 --project service swift '{${q}access${q}:${q}$SWIFT_CHECK_ACCESS${q},${q}secret${q}:${q}$SWIFT_CHECK_SECRET${q}}'"
 }
 
 # auth USER PASSWORD PROJECT [CURL ARGS...]: POST a password auth scoped to the project.
@@ -507,6 +579,7 @@ catalog_init() {
   {
     keystone_catalog
     neutron_catalog
+    swift_catalog
   } | env OS_AUTH_URL="$KEYSTONE_URL" OS_IDENTITY_API_VERSION=3 OS_REGION_NAME="$REGION" \
     OS_USERNAME=admin OS_PASSWORD="$ADMIN_PASSWORD" OS_PROJECT_NAME=admin \
     OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default \
@@ -514,9 +587,17 @@ catalog_init() {
   # The interactive client goes on after a failed command: check the result.
   [[ -n $(token neutron "$NEUTRON_PASSWORD" service) ]] ||
     die "catalog incomplete: user neutron cannot log in to project service" "$logf"
-  # Clients find Neutron through the catalog of the token.
-  auth demo "$DEMO_PASSWORD" demo | grep -q '"type": *"network"' ||
+  [[ -n $(token swift "$SWIFT_PASSWORD" service) ]] ||
+    die "catalog incomplete: user swift cannot log in to project service" "$logf"
+  [[ -n $(token demo2 "$DEMO2_PASSWORD" demo2) ]] ||
+    die "catalog incomplete: user demo2 cannot log in to project demo2" "$logf"
+  # Clients find Neutron and Swift through the catalog of the token.
+  local body
+  body=$(auth demo "$DEMO_PASSWORD" demo)
+  grep -q '"type": *"network"' <<<"$body" ||
     die "catalog incomplete: user demo gets no token or no network endpoint" "$logf"
+  grep -q '"type": *"object-store"' <<<"$body" ||
+    die "catalog incomplete: user demo gets no object-store endpoint" "$logf"
 }
 
 # ---------------------------------------------------------------------------------------
@@ -553,10 +634,86 @@ neutron_api_ok() {
 }
 
 # ---------------------------------------------------------------------------------------
+# Swift: account, container and object servers on one device directory with one replica
+# (no replicators, auditors or updaters), and the proxy with s3api/s3token on Keystone.
+# Each server is a single process (workers = 0) logging to stderr (--verbose: there is no
+# syslog here).
+# ---------------------------------------------------------------------------------------
+
+SWIFT_STORAGE=(account container object)
+EMPTY_SHA256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+
+swift_port() {
+  case $1 in
+    account) echo "$SWIFT_ACCOUNT_PORT" ;;
+    container) echo "$SWIFT_CONTAINER_PORT" ;;
+    object) echo "$SWIFT_OBJECT_PORT" ;;
+    proxy) echo "$SWIFT_PROXY_PORT" ;;
+  esac
+}
+
+# swift_ring KIND: build KIND.builder and KIND.ring.gz in $SWIFT_DIR with the one device.
+swift_ring() {
+  local builder=$SWIFT_DIR/$1.builder
+  /usr/bin/swift-ring-builder "$builder" create 8 1 1 &&
+    /usr/bin/swift-ring-builder "$builder" add --region 1 --zone 1 --ip "$HOST" \
+      --port "$(swift_port "$1")" --device d1 --weight 100 &&
+    /usr/bin/swift-ring-builder "$builder" rebalance
+}
+
+swift_init() {
+  local logf=$LOG_DIR/swift-rings.log kind pids=() rc=0
+  rm -rf "$SWIFT_DIR"
+  mkdir -p "$SWIFT_DIR/devices/d1" "$SWIFT_DIR/recon"
+  # The object server keeps metadata in user xattrs (ext4 has them; tmpfs only on kernels
+  # >= 6.6): fail here rather than with 507s on the first upload.
+  /usr/bin/python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.swift.probe", b"1")' \
+    "$SWIFT_DIR/devices/d1" 2>>"$logf" ||
+    die "$SWIFT_DIR has no user xattrs (needed by Swift): put RUN_DIR on ext4 or xfs" "$logf"
+  # About 1.5 s of CPU per ring: build the three side by side.
+  for kind in "${SWIFT_STORAGE[@]}"; do
+    swift_ring "$kind" >>"$logf" 2>&1 &
+    pids+=($!)
+  done
+  for kind in "${pids[@]}"; do wait "$kind" || rc=1; done
+  ((rc == 0)) || die "swift-ring-builder failed" "$logf"
+}
+
+swift_start() {
+  local kind
+  for kind in "${SWIFT_STORAGE[@]}" proxy; do
+    running "swift-$kind" && continue
+    start_daemon "swift-$kind" "$(swift_port "$kind")" "$LOG_DIR/swift-$kind-server.log" \
+      "/usr/bin/swift-$kind-server" "$ETC_DIR/swift-$kind-server.conf" --verbose
+  done
+}
+
+swift_healthcheck_url() { echo "http://$HOST:$(swift_port "$1")/healthcheck"; }
+
+swift_wait() {
+  local kind
+  for kind in "${SWIFT_STORAGE[@]}" proxy; do
+    wait_until "swift-$kind" "$SWIFT_TIMEOUT" "200 on GET $(swift_healthcheck_url "$kind")" \
+      "$LOG_DIR/swift-$kind-server.log" http_ok "$(swift_healthcheck_url "$kind")"
+  done
+}
+
+# The end-to-end check: an S3 ListBuckets signed (SigV4) with the readiness-check EC2
+# credential of user swift (s3api, s3token, Keystone, keystoneauth and the account server
+# all take part). s3api requires x-amz-content-sha256, which curl's --aws-sigv4 does not
+# send by itself: give the hash of the empty body.
+swift_api_ok() {
+  [[ $(http_code "$SWIFT_URL/" --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+    --user "$SWIFT_CHECK_ACCESS:$SWIFT_CHECK_SECRET" \
+    -H "x-amz-content-sha256: $EMPTY_SHA256") == 200 ]]
+}
+
+# ---------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------
 
-SERVICES=(memcached mariadb keystone neutron) # start order; stopped in reverse
+# Start order; stopped in reverse.
+SERVICES=(memcached mariadb keystone neutron swift-account swift-container swift-object swift-proxy)
 
 all_running() {
   local s
@@ -564,6 +721,10 @@ all_running() {
 }
 
 stop_all() {
+  stop_service swift-proxy 30
+  stop_service swift-object 30
+  stop_service swift-container 30
+  stop_service swift-account 30
   stop_service neutron 30
   stop_service keystone 30
   stop_service mariadb 60
@@ -571,8 +732,8 @@ stop_all() {
 }
 
 # On TERM or INT, end the set-up steps still running in this script's background jobs
-# (keystone-manage, neutron-db-manage, waits), or they would go on after we exit and hold
-# the lock. Daemons run in their own sessions and are left alone: their PID files track them.
+# (keystone-manage, neutron-db-manage, swift-ring-builder, waits), or they would go on after
+# we exit and hold the lock. Daemons run in their own sessions and are left alone: their PID files track them.
 on_interrupt() {
   trap - INT TERM
   log "interrupted"
@@ -597,6 +758,9 @@ take_lock() {
   flock 9
 }
 
+# initialised: true when a fresh `up` of this version of the script completed.
+initialised() { [[ -f $INIT_MARKER && $(<"$INIT_MARKER") == "$STATE_VERSION" ]]; }
+
 cmd_up() {
   local t0 fresh=false
   t0=$(now)
@@ -605,14 +769,19 @@ cmd_up() {
   trap on_interrupt INT TERM
   take_lock
   cmd_install
-  if [[ -f $INIT_MARKER ]] && all_running && http_ok "$KEYSTONE_URL" &&
-    http_ok "$NEUTRON_URL/" && neutron_api_ok; then
+  if initialised && all_running && http_ok "$KEYSTONE_URL" &&
+    http_ok "$NEUTRON_URL/" && http_ok "$(swift_healthcheck_url proxy)" &&
+    neutron_api_ok && swift_api_ok; then
     write_client_files
     log "already running (checked in $(elapsed "$t0")s); env: $ENV_FILE"
     return 0
   fi
-  if [[ ! -f $INIT_MARKER ]]; then
-    # First start, or an earlier first start did not finish: begin from nothing.
+  if ! initialised; then
+    # First start, an earlier first start did not finish, or state made by an older version
+    # of this script (e.g. without Swift): begin from nothing.
+    if [[ -f $INIT_MARKER ]]; then
+      log "state in $STATE_DIR is from another version of this script: rebuilding it"
+    fi
     fresh=true
     stop_all
     rm -rf "$STATE_DIR"
@@ -645,14 +814,31 @@ cmd_up() {
     neutron_wait
   ) &
   local neutron_job=$!
+  # Swift needs no database. Its rings are built at once; its servers start once Keystone
+  # answers (they would only compete for the CPU with Keystone's start before).
+  (
+    if $fresh; then swift_init; fi
+    # Keystone may not even be started yet (keystone_init): follow its job instead.
+    until http_ok "$KEYSTONE_URL"; do
+      kill -0 "$keystone_job" 2>/dev/null || http_ok "$KEYSTONE_URL" ||
+        die "swift: not started, Keystone did not come up"
+      sleep 0.25
+    done
+    swift_start
+    swift_wait
+  ) &
+  local swift_job=$!
   local rc=0
   wait "$keystone_job" || rc=1
   wait "$neutron_job" || rc=1
+  wait "$swift_job" || rc=1
   ((rc == 0)) || die "start-up failed (see above); logs in $LOG_DIR; \`$0 down\` stops what runs"
 
   wait_until neutron 60 "authenticated security-group list as demo" \
     "$LOG_DIR/neutron-server.log" neutron_api_ok
-  if $fresh; then touch "$INIT_MARKER"; fi
+  wait_until swift-proxy 60 "S3 ListBuckets with the readiness-check EC2 credential" \
+    "$LOG_DIR/swift-proxy-server.log" swift_api_ok
+  if $fresh; then echo "$STATE_VERSION" >"$INIT_MARKER"; fi
   write_client_files
   log "up in $(elapsed "$t0")s ($($fresh && echo "new state" || echo "existing state")); env: $ENV_FILE"
 }
@@ -679,15 +865,25 @@ cmd_status() {
   fi
   for s in "${SERVICES[@]}"; do
     if pid=$(pid_of "$s"); then
-      printf '%-10s running (pid %s)\n' "$s" "$pid"
+      printf '%-16s running (pid %s)\n' "$s" "$pid"
     else
-      printf '%-10s stopped\n' "$s"
+      printf '%-16s stopped\n' "$s"
       rc=1
     fi
   done
-  printf '%-10s GET %s -> %s\n' keystone "$KEYSTONE_URL" "$(http_code "$KEYSTONE_URL")"
-  printf '%-10s GET %s/ -> %s\n' neutron "$NEUTRON_URL" "$(http_code "$NEUTRON_URL/")"
-  printf 'initialised: %s\n' "$([[ -f $INIT_MARKER ]] && echo yes || echo no)"
+  printf '%-16s GET %s -> %s\n' keystone "$KEYSTONE_URL" "$(http_code "$KEYSTONE_URL")"
+  printf '%-16s GET %s/ -> %s\n' neutron "$NEUTRON_URL" "$(http_code "$NEUTRON_URL/")"
+  for s in "${SWIFT_STORAGE[@]}" proxy; do
+    printf '%-16s GET %s -> %s\n' "swift-$s" "$(swift_healthcheck_url "$s")" \
+      "$(http_code "$(swift_healthcheck_url "$s")")"
+  done
+  if initialised; then
+    printf 'initialised: yes\n'
+  elif [[ -f $INIT_MARKER ]]; then
+    printf 'initialised: by another version of this script (the next up rebuilds)\n'
+  else
+    printf 'initialised: no\n'
+  fi
   printf 'env file:    %s\n' "$ENV_FILE"
   return "$rc"
 }

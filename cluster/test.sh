@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # cluster/test.sh: everything `make test` runs, with the real servers it needs.
 #
-# Brings up (building on first use) the Kubernetes binaries the integration tests start per run
-# and the local OpenStack; runs the unit tests, the integration tests against the real servers
+# Brings up (building on first use) the Kubernetes binaries the integration tests start per run,
+# the local OpenStack (Keystone, Neutron, Swift with S3) and versitygw (a second S3 server); runs the unit tests, the integration tests against the real servers
 # and the package build; then stops what it started. Servers that were already running (a
 # `make dev` session) are left running. Every step prints how long it took.
 #
@@ -24,10 +24,14 @@ step() {
 }
 
 started_openstack=
+started_versitygw=
 cleanup() {
 	local rc=$?
 	if [[ -n ${started_openstack} ]]; then
 		cluster/openstack.sh down || true
+	fi
+	if [[ -n ${started_versitygw} ]]; then
+		cluster/versitygw.sh down || true
 	fi
 	log "total $((SECONDS))s, exit ${rc}"
 	exit "${rc}"
@@ -42,6 +46,8 @@ unit() { go test -count=1 "${go_test_flags[@]}" ./...; }
 integration() {
 	# shellcheck disable=SC1090
 	source "$(cluster/openstack.sh env)"
+	# shellcheck disable=SC1090
+	source "$(cluster/versitygw.sh env)"
 	KUBEBUILDER_ASSETS=$(cluster/tools.sh path kube) \
 		go test -count=1 -tags integration -timeout 30m "${go_test_flags[@]}" \
 		${TEST_RUN:+-run "${TEST_RUN}"} -v ./test/integration/... 2>&1 | tee "${REPO_ROOT}/_output/integration.log" |
@@ -61,6 +67,11 @@ if ! cluster/openstack.sh status >/dev/null 2>&1; then
 	started_openstack=1
 fi
 step "openstack up" cluster/openstack.sh up
+step "versitygw binary" cluster/tools.sh versitygw
+if ! cluster/versitygw.sh status >/dev/null 2>&1; then
+	started_versitygw=1
+fi
+step "versitygw up" cluster/versitygw.sh up
 step "integration tests" integration
 if [[ -z ${SKIP_XPKG:-} ]]; then
 	step "package build" cluster/xpkg.sh

@@ -5,13 +5,14 @@
 #   cluster/tools.sh <tool>[@<version>]...   build (or find in the cache) each tool
 #   cluster/tools.sh all                     kube, etcd and crossplane-cli at their default versions
 #   cluster/tools.sh path <tool>[@<version>] print the cached binary directory (kube, etcd) or
-#                                            binary path (crossplane-cli); builds nothing
+#                                            binary path (crossplane-cli, versitygw); builds nothing
 #
 # Tools:
 #   kube            k8s.io/kubernetes kube-apiserver, kube-controller-manager, kubectl, plus the
 #                   etcd that runs behind them, in one directory usable as KUBEBUILDER_ASSETS
 #   etcd            etcd, etcdctl, etcdutl (any version: etcd@v3.5.35, or ETCD_VERSION=...)
 #   crossplane-cli  the `crossplane` CLI (xpkg build/push, render)
+#   versitygw       the versitygw S3 gateway (the second S3 server; not part of `all`)
 #
 # Why not `go install tool@version`: kubernetes and etcd carry replace directives that `go install`
 # refuses, and the Go proxy here refuses the version listing it asks for crossplane modules. Each
@@ -19,7 +20,7 @@
 # outside the project's go.mod, so its dependency graph never touches the provider's.
 #
 # Environment: CACHE_DIR (default <repo root>/.cache), KUBE_VERSION, KUBE_ETCD_VERSION,
-# ETCD_VERSION, CROSSPLANE_CLI_VERSION.
+# ETCD_VERSION, CROSSPLANE_CLI_VERSION, VERSITYGW_VERSION.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,6 +33,7 @@ KUBE_VERSION=${KUBE_VERSION:-v1.35.8}
 KUBE_ETCD_VERSION=${KUBE_ETCD_VERSION:-v3.6.16}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 CROSSPLANE_CLI_VERSION=${CROSSPLANE_CLI_VERSION:-v2.5.0}
+VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
 
 # Static, reproducible binaries that do not depend on the build host's libc. GOWORK=off keeps a
 # go.work in the repository (if one appears) from capturing the scratch modules under .cache/.
@@ -224,6 +226,27 @@ build_crossplane_cli() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# versitygw
+
+versitygw_path() { echo "${CACHE_DIR}/versitygw/$1/versitygw"; }
+
+build_versitygw() {
+	local version=$1 out
+	out=$(versitygw_path "${version}")
+	all_exist "${out}" && return 0
+	local start=${SECONDS}
+	log "building versitygw ${version} (about 130 CPU-seconds)"
+	(
+		scratch_module "${CACHE_DIR}/src/versitygw-${version}" "versitygw"
+		quiet go get "github.com/versity/versitygw@${version}" || die "go get versitygw ${version} failed"
+		# What its Makefile stamps; `versitygw --version` prints it.
+		gobuild "${out}" github.com/versity/versitygw/cmd/versitygw \
+			"-X=main.Version=${version} -X=main.Build=none -X=main.BuildTime=none"
+	)
+	log "built versitygw ${version} in $((SECONDS - start))s -> ${out}"
+}
+
+# ---------------------------------------------------------------------------------------------
 
 # resolve TOOL[@VERSION] sets NAME and VERSION, defaulting the version per tool.
 resolve() {
@@ -234,7 +257,8 @@ resolve() {
 	kube) VERSION=${VERSION:-${KUBE_VERSION}} ;;
 	etcd) VERSION=${VERSION:-${ETCD_VERSION}} ;;
 	crossplane-cli) VERSION=${VERSION:-${CROSSPLANE_CLI_VERSION}} ;;
-	*) die "unknown tool '${NAME}' (kube, etcd, crossplane-cli)" ;;
+	versitygw) VERSION=${VERSION:-${VERSITYGW_VERSION}} ;;
+	*) die "unknown tool '${NAME}' (kube, etcd, crossplane-cli, versitygw)" ;;
 	esac
 	[[ "${VERSION}" == v* ]] || die "version '${VERSION}' of ${NAME} must start with v"
 }
@@ -245,6 +269,7 @@ tool_path() {
 	kube) kube_dir "${VERSION}" ;;
 	etcd) etcd_dir "${VERSION}" ;;
 	crossplane-cli) crossplane_cli_path "${VERSION}" ;;
+	versitygw) versitygw_path "${VERSION}" ;;
 	esac
 }
 
@@ -254,6 +279,7 @@ build_tool() {
 	kube) with_lock "kube-${VERSION}" build_kube "${VERSION}" ;;
 	etcd) with_lock "etcd-${VERSION}" build_etcd "${VERSION}" ;;
 	crossplane-cli) with_lock "crossplane-cli-${VERSION}" build_crossplane_cli "${VERSION}" ;;
+	versitygw) with_lock "versitygw-${VERSION}" build_versitygw "${VERSION}" ;;
 	esac
 }
 

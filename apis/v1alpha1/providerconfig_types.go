@@ -17,6 +17,24 @@ type CloudSettings struct {
 	// Region overrides the region_name of the clouds.yaml entry.
 	// +optional
 	Region string `json:"region,omitempty"`
+
+	// ObjectStorage says where the cloud's S3 API is; Contracts publish it with their keys.
+	// +optional
+	ObjectStorage *ObjectStorageSettings `json:"objectStorage,omitempty"`
+}
+
+// ObjectStorageSettings locate the S3 API of the cloud.
+type ObjectStorageSettings struct {
+	// Endpoint of the S3 API, for example https://s3.example.com. Defaults to the scheme and
+	// host of the object-store endpoint in the Keystone catalog (where Swift serves S3).
+	// +kubebuilder:validation:Pattern=`^https?://[^/]+/?$`
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// Region the S3 API signs requests for (Swift's s3api "location"). Defaults to us-east-1.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Region string `json:"region,omitempty"`
 }
 
 // ProviderConfigSpec configures how the provider reaches an OpenStack cloud on behalf of the

@@ -8,6 +8,8 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/controller/network/securitygroup"
 	"github.com/stackservices/provider-stackservices/internal/controller/network/securitygroupattachment"
+	"github.com/stackservices/provider-stackservices/internal/controller/objectstorage/bucket"
+	"github.com/stackservices/provider-stackservices/internal/controller/objectstorage/contract"
 )
 
 // SetupGated registers every controller to start once its CRDs are established.
@@ -16,6 +18,8 @@ func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 		config.SetupGated,
 		securitygroup.SetupGated,
 		securitygroupattachment.SetupGated,
+		contract.SetupGated,
+		bucket.SetupGated,
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

@@ -139,11 +139,12 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 		return err
 	}
 	log := logging.NewLogrLogger(ctrl.Log.WithName("provider"))
+	wrap := func(rt http.RoundTripper) http.RoundTripper {
+		return &counting{next: rt, logins: e.Logins, all: e.Requests}
+	}
 	sessions := openstack.NewSessionCache(openstack.SessionOptions{
-		UserAgent: "provider-stackservices/integration-test",
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-			return &counting{next: rt, logins: e.Logins, all: e.Requests}
-		},
+		UserAgent:     "provider-stackservices/integration-test",
+		WrapTransport: wrap,
 	})
 	mo := managedcontroller.Options{
 		Options: controller.Options{
@@ -155,6 +156,7 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 		},
 		OpenStack: openstack.NewConnector(mgr.GetClient(),
 			resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}), sessions),
+		WrapTransport: wrap,
 	}
 	mo.Features.Enable(feature.EnableBetaManagementPolicies)
 	if err := providercontroller.SetupGated(mgr, mo); err != nil {

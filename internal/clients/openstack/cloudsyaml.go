@@ -57,6 +57,8 @@ type Cloud struct {
 	Auth     gophercloud.AuthOptions
 	Endpoint gophercloud.EndpointOpts
 	TLS      *tls.Config
+	// S3 comes from the ProviderConfig, not the clouds.yaml.
+	S3 S3Settings
 }
 
 // ParseOptions tune how credentials are read.

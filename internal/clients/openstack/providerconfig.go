@@ -92,8 +92,17 @@ func (c *Connector) Connect(ctx context.Context, mg resource.ModernManaged) (*Se
 		return nil, errors.Errorf(errFmtUnknownKind, ref.Kind)
 	}
 
-	fp := Fingerprint([]byte(version), []byte(settings.Cloud), []byte(settings.Region), creds)
+	var s3 S3Settings
+	if o := settings.ObjectStorage; o != nil {
+		s3 = S3Settings{Endpoint: o.Endpoint, Region: o.Region}
+	}
+	fp := Fingerprint([]byte(version), []byte(settings.Cloud), []byte(settings.Region), []byte(s3.Endpoint), []byte(s3.Region), creds)
 	return c.sessions.Get(ctx, key, fp, func() (*Cloud, error) {
-		return ParseCredentials(creds, ParseOptions{Cloud: settings.Cloud, Region: settings.Region, AllowFiles: trusted})
+		cloud, err := ParseCredentials(creds, ParseOptions{Cloud: settings.Cloud, Region: settings.Region, AllowFiles: trusted})
+		if err != nil {
+			return nil, err
+		}
+		cloud.S3 = s3
+		return cloud, nil
 	})
 }

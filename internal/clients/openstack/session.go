@@ -35,8 +35,16 @@ type SessionOptions struct {
 // itself when its token expires, and is safe for concurrent use.
 type Session struct {
 	provider   *gophercloud.ProviderClient
+	endpoint   gophercloud.EndpointOpts
 	network    *gophercloud.ServiceClient
 	extensions *extensionCache
+	s3         S3Settings
+}
+
+// S3Settings locate the S3 API when the catalog is not enough.
+type S3Settings struct {
+	Endpoint string
+	Region   string
 }
 
 // NewSession logs in to Keystone and looks up the endpoints the provider uses.
@@ -64,7 +72,7 @@ func NewSession(ctx context.Context, c *Cloud, o SessionOptions) (*Session, erro
 	if err != nil {
 		return nil, errors.Wrap(err, errNetworkEndpoint)
 	}
-	return &Session{provider: pc, network: network, extensions: &extensionCache{}}, nil
+	return &Session{provider: pc, endpoint: c.Endpoint, network: network, extensions: &extensionCache{}, s3: c.S3}, nil
 }
 
 // SecurityGroups returns the session's Neutron security group API.

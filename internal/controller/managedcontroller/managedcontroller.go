@@ -3,6 +3,7 @@
 package managedcontroller
 
 import (
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +35,10 @@ type Options struct {
 
 	// OpenStack connects managed resources to the cloud their ProviderConfig names.
 	OpenStack *openstack.Connector
+
+	// WrapTransport, when set, wraps the HTTP transport of the S3 clients; tests count calls
+	// with it. (OpenStack sessions take theirs from the session cache's options.)
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Kind describes the managed resource a controller reconciles.
