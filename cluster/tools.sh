@@ -5,7 +5,8 @@
 #   cluster/tools.sh <tool>[@<version>]...   build (or find in the cache) each tool
 #   cluster/tools.sh all                     kube, etcd and crossplane-cli at their default versions
 #   cluster/tools.sh path <tool>[@<version>] print the cached binary directory (kube, etcd) or
-#                                            binary path (crossplane-cli, versitygw); builds nothing
+#                                            binary path (crossplane-cli, versitygw) or directory
+#                                            (crossplane-core, function-pat); builds nothing
 #
 # Tools:
 #   kube            k8s.io/kubernetes kube-apiserver, kube-controller-manager, kubectl, plus the
@@ -13,6 +14,10 @@
 #   etcd            etcd, etcdctl, etcdutl (any version: etcd@v3.5.35, or ETCD_VERSION=...)
 #   crossplane-cli  the `crossplane` CLI (xpkg build/push, render)
 #   versitygw       the versitygw S3 gateway (the second S3 server; not part of `all`)
+#   crossplane-core Crossplane core (`crossplane core init|start`), with the CRDs it installs copied
+#                   next to it in crds/ (for CRDS_PATH); for the e2e tests, not part of `all`
+#   function-pat    function-patch-and-transform (binary `function`) with its package root
+#                   (crossplane.yaml + input CRD) copied next to it in package/; e2e, not in `all`
 #
 # Why not `go install tool@version`: kubernetes and etcd carry replace directives that `go install`
 # refuses, and the Go proxy here refuses the version listing it asks for crossplane modules. Each
@@ -20,7 +25,8 @@
 # outside the project's go.mod, so its dependency graph never touches the provider's.
 #
 # Environment: CACHE_DIR (default <repo root>/.cache), KUBE_VERSION, KUBE_ETCD_VERSION,
-# ETCD_VERSION, CROSSPLANE_CLI_VERSION, VERSITYGW_VERSION.
+# ETCD_VERSION, CROSSPLANE_CLI_VERSION, VERSITYGW_VERSION, CROSSPLANE_CORE_VERSION,
+# FUNCTION_PAT_VERSION.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,6 +40,10 @@ KUBE_ETCD_VERSION=${KUBE_ETCD_VERSION:-v3.6.16}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 CROSSPLANE_CLI_VERSION=${CROSSPLANE_CLI_VERSION:-v2.5.0}
 VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
+CROSSPLANE_CORE_VERSION=${CROSSPLANE_CORE_VERSION:-v2.4.0}
+# v0.5.0 is the newest release whose whole dependency graph downloads through the proxy here
+# (v0.10.x do not).
+FUNCTION_PAT_VERSION=${FUNCTION_PAT_VERSION:-v0.5.0}
 
 # Static, reproducible binaries that do not depend on the build host's libc. GOWORK=off keeps a
 # go.work in the repository (if one appears) from capturing the scratch modules under .cache/.
@@ -247,6 +257,71 @@ build_versitygw() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# crossplane-core
+
+crossplane_core_dir() { echo "${CACHE_DIR}/crossplane-core/$1"; }
+
+build_crossplane_core() {
+	local version=$1 dir
+	dir=$(crossplane_core_dir "${version}")
+	all_exist "${dir}/crossplane" && [[ -f "${dir}/crds/.done" ]] && return 0
+	local start=${SECONDS}
+	log "building crossplane core ${version} (about 100 s cold)"
+	(
+		scratch_module "${CACHE_DIR}/src/crossplane-core-${version}" "crossplane-core"
+		# The apis module is a separate module since v2.x; without pinning it to the same version
+		# go get picks an older one that lacks types core v2.4.0 uses.
+		quiet go get "github.com/crossplane/crossplane/v2/cmd/crossplane@${version}" \
+			"github.com/crossplane/crossplane/apis/v2@${version}" ||
+			die "go get crossplane core ${version} failed"
+		# Core compares its own version with the packages' spec.crossplane.version constraints
+		# (">=v2.0.0"): an unstamped binary would fail them. Same variable as its nix build.
+		gobuild "${dir}/crossplane" github.com/crossplane/crossplane/v2/cmd/crossplane \
+			"-X=github.com/crossplane/crossplane-runtime/v2/pkg/version.version=${version}"
+		# `core init` installs the CRDs it reads from CRDS_PATH (in cluster it is /crds of the
+		# image). A copy, not the module cache path: `go clean -modcache` must not break it.
+		local mod
+		mod=$(go list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2 2>>"${BUILD_LOG}")
+		[[ -d "${mod}/cluster/crds" ]] || die "no cluster/crds in crossplane core module (${mod})"
+		rm -rf "${dir}/crds"
+		mkdir -p "${dir}/crds"
+		cp "${mod}"/cluster/crds/*.yaml "${dir}/crds/"
+		chmod -R u+w "${dir}/crds"
+		touch "${dir}/crds/.done"
+	)
+	log "built crossplane-core ${version} in $((SECONDS - start))s -> ${dir}"
+}
+
+# ---------------------------------------------------------------------------------------------
+# function-pat (function-patch-and-transform)
+
+function_pat_dir() { echo "${CACHE_DIR}/function-pat/$1"; }
+
+build_function_pat() {
+	local version=$1 dir
+	dir=$(function_pat_dir "${version}")
+	all_exist "${dir}/function" && [[ -f "${dir}/package/crossplane.yaml" ]] && return 0
+	local start=${SECONDS}
+	log "building function-patch-and-transform ${version} (about 60 s cold)"
+	(
+		local m=github.com/crossplane-contrib/function-patch-and-transform
+		scratch_module "${CACHE_DIR}/src/function-pat-${version}" "function-pat"
+		quiet go get "${m}@${version}" || die "go get ${m}@${version} failed"
+		# `package main` is the module root.
+		gobuild "${dir}/function" "${m}"
+		# Its package root (Function meta + input CRD) for `crossplane xpkg build`; its own
+		# release builds the package from this directory too.
+		local mod
+		mod=$(go list -m -f '{{.Dir}}' "${m}" 2>>"${BUILD_LOG}")
+		[[ -f "${mod}/package/crossplane.yaml" ]] || die "no package/crossplane.yaml in ${mod}"
+		rm -rf "${dir}/package"
+		cp -r "${mod}/package" "${dir}/package"
+		chmod -R u+w "${dir}/package"
+	)
+	log "built function-pat ${version} in $((SECONDS - start))s -> ${dir}"
+}
+
+# ---------------------------------------------------------------------------------------------
 
 # resolve TOOL[@VERSION] sets NAME and VERSION, defaulting the version per tool.
 resolve() {
@@ -258,7 +333,9 @@ resolve() {
 	etcd) VERSION=${VERSION:-${ETCD_VERSION}} ;;
 	crossplane-cli) VERSION=${VERSION:-${CROSSPLANE_CLI_VERSION}} ;;
 	versitygw) VERSION=${VERSION:-${VERSITYGW_VERSION}} ;;
-	*) die "unknown tool '${NAME}' (kube, etcd, crossplane-cli, versitygw)" ;;
+	crossplane-core) VERSION=${VERSION:-${CROSSPLANE_CORE_VERSION}} ;;
+	function-pat) VERSION=${VERSION:-${FUNCTION_PAT_VERSION}} ;;
+	*) die "unknown tool '${NAME}' (kube, etcd, crossplane-cli, versitygw, crossplane-core, function-pat)" ;;
 	esac
 	[[ "${VERSION}" == v* ]] || die "version '${VERSION}' of ${NAME} must start with v"
 }
@@ -270,6 +347,8 @@ tool_path() {
 	etcd) etcd_dir "${VERSION}" ;;
 	crossplane-cli) crossplane_cli_path "${VERSION}" ;;
 	versitygw) versitygw_path "${VERSION}" ;;
+	crossplane-core) crossplane_core_dir "${VERSION}" ;;
+	function-pat) function_pat_dir "${VERSION}" ;;
 	esac
 }
 
@@ -280,6 +359,8 @@ build_tool() {
 	etcd) with_lock "etcd-${VERSION}" build_etcd "${VERSION}" ;;
 	crossplane-cli) with_lock "crossplane-cli-${VERSION}" build_crossplane_cli "${VERSION}" ;;
 	versitygw) with_lock "versitygw-${VERSION}" build_versitygw "${VERSION}" ;;
+	crossplane-core) with_lock "crossplane-core-${VERSION}" build_crossplane_core "${VERSION}" ;;
+	function-pat) with_lock "function-pat-${VERSION}" build_function_pat "${VERSION}" ;;
 	esac
 }
 

@@ -363,10 +363,35 @@ func TestBucketEmptyIsDeleted(t *testing.T) {
 	readyContract(t, ns, "c", v1alpha1.ContractParameters{})
 	name := bucketName(ns, "plain")
 	b := newBucket(ns, "plain", v1alpha1.BucketParameters{BucketName: ptr.To(name), ContractRef: &xpv2.NamespacedReference{Name: "c"}})
+	b.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "plain-bucket"}
 	if err := env.Kube.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, b, "True", nil)
+
+	// The bucket's Secret is all an app needs: keys, endpoint, region and the bucket name.
+	var cfg s3.Config
+	var bucket string
+	harness.Eventually(t, 30*time.Second, "bucket Secret published", func() error {
+		var err error
+		if cfg, err = keysOf(t, ns, "plain-bucket"); err != nil {
+			return err
+		}
+		s := &corev1.Secret{}
+		if err := env.Kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: "plain-bucket"}, s); err != nil {
+			return err
+		}
+		if bucket = string(s.Data["BUCKET_NAME"]); bucket != name {
+			return fmt.Errorf("BUCKET_NAME %q, want %q", bucket, name)
+		}
+		return nil
+	})
+	if err := s3PutObject(ctx, cfg, bucket, "app.txt", []byte("from the app")); err != nil {
+		t.Fatalf("an app using the bucket's Secret cannot write: %v", err)
+	}
+	if err := s3Client(t, cfg).EmptyBucket(ctx, bucket); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := env.Kube.Delete(ctx, b); err != nil {
 		t.Fatal(err)

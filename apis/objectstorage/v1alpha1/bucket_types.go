@@ -4,9 +4,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reference"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 )
 
 // A Grantee of a bucket ACL grant.
@@ -145,7 +145,7 @@ type BucketObservation struct {
 // A BucketSpec defines the desired state of a Bucket.
 type BucketSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
-	ForProvider BucketParameters `json:"forProvider"`
+	ForProvider              BucketParameters `json:"forProvider"`
 }
 
 // A BucketStatus represents the observed state of a Bucket.
@@ -157,7 +157,8 @@ type BucketStatus struct {
 // +kubebuilder:object:root=true
 
 // A Bucket is an S3 bucket whose ACL, policy and versioning the provider keeps as declared.
-// Its external name is the bucket name.
+// Its external name is the bucket name. Its connection Secret holds what an app needs to use
+// it: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, AWS_REGION and BUCKET_NAME.
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="EXTERNAL-NAME",type="string",JSONPath=".metadata.annotations.crossplane\\.io/external-name"

@@ -17,6 +17,8 @@ const (
 	ConnectionAWSSecretKey    = "AWS_SECRET_ACCESS_KEY"
 	ConnectionS3Endpoint      = "S3_ENDPOINT"
 	ConnectionAWSRegion       = "AWS_REGION"
+	// ConnectionBucketName is in a Bucket's connection Secret, with the AWS_* and S3_* keys.
+	ConnectionBucketName = "BUCKET_NAME"
 )
 
 // KeyRotation says when a Contract replaces its keys.

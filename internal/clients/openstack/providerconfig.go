@@ -23,6 +23,14 @@ const (
 	errFmtUnknownKind      = "spec.providerConfigRef.kind must be ProviderConfig or ClusterProviderConfig, not %q"
 )
 
+// A SessionConnector returns the OpenStack session of a managed resource's ProviderConfig.
+// Controllers depend on this rather than on Connector, so that tests can stand in for it.
+type SessionConnector interface {
+	Connect(ctx context.Context, mg resource.ModernManaged) (*Session, error)
+}
+
+var _ SessionConnector = &Connector{}
+
 // A Connector turns the ProviderConfig a managed resource references into an authenticated
 // Session. Every managed resource kind of the provider connects through it.
 type Connector struct {

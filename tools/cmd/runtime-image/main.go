@@ -1,8 +1,10 @@
 // Command runtime-image builds the provider's runtime OCI image as an image tarball, without
-// Docker or any container runtime.
+// Docker or any container runtime. The e2e tests use it for function-patch-and-transform's image
+// too (-entrypoint /function, the path its own Dockerfile uses).
 //
-// The image is empty.Image plus one layer holding the provider binary, the build host's CA bundle
-// and an empty /tmp. Every timestamp and owner in the layer and the config is fixed, so the same
+// The image is empty.Image plus one layer holding the binary (at -entrypoint, which is also the
+// image's entrypoint; /usr/local/bin/provider by default), the build host's CA bundle and an
+// empty /tmp. Every timestamp and owner in the layer and the config is fixed, so the same
 // binary and CA bundle always give the same image digest. The tarball is what
 // `crossplane xpkg build --embed-runtime-image-tarball` expects.
 //
@@ -10,6 +12,8 @@
 //
 //	runtime-image -binary _output/bin/linux_amd64/provider -out _output/image.tar \
 //	    -tag provider-stackservices:v0.1.0
+//	runtime-image -binary .cache/function-pat/v0.5.0/function -entrypoint /function \
+//	    -out _output/function.tar -tag function-patch-and-transform:v0.5.0
 package main
 
 import (
@@ -31,8 +35,8 @@ import (
 )
 
 const (
-	binaryPath = "/usr/local/bin/provider"
-	caPath     = "/etc/ssl/certs/ca-certificates.crt"
+	defaultEntrypoint = "/usr/local/bin/provider"
+	caPath            = "/etc/ssl/certs/ca-certificates.crt"
 
 	// nonRootUser is the conventional "nonroot" UID of distroless images; Crossplane's
 	// default provider DeploymentRuntimeConfig runs providers as a non-root user too.
@@ -44,23 +48,25 @@ const (
 var epoch = time.Unix(0, 0).UTC()
 
 type options struct {
-	binary string
-	caFile string
-	out    string
-	tag    string
-	arch   string
+	binary     string
+	entrypoint string
+	caFile     string
+	out        string
+	tag        string
+	arch       string
 }
 
 func main() {
 	o := options{}
 	flag.StringVar(&o.binary, "binary", "", "path of the statically linked provider binary (required)")
+	flag.StringVar(&o.entrypoint, "entrypoint", defaultEntrypoint, "absolute path of the binary in the image, also its entrypoint")
 	flag.StringVar(&o.caFile, "ca-certificates", caPath, "CA bundle to copy to "+caPath+" in the image")
 	flag.StringVar(&o.out, "out", "", "path of the image tarball to write (required)")
 	flag.StringVar(&o.tag, "tag", "provider-stackservices:latest", "image reference recorded in the tarball")
 	flag.StringVar(&o.arch, "arch", "amd64", "image architecture (must match the binary)")
 	flag.Parse()
 
-	if o.binary == "" || o.out == "" {
+	if o.binary == "" || o.out == "" || !path.IsAbs(o.entrypoint) || path.Clean(o.entrypoint) != o.entrypoint {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -77,7 +83,7 @@ func run(o options) error {
 	}
 	bin, err := os.ReadFile(o.binary)
 	if err != nil {
-		return fmt.Errorf("cannot read provider binary: %w", err)
+		return fmt.Errorf("cannot read binary: %w", err)
 	}
 	ca, err := os.ReadFile(o.caFile)
 	if err != nil {
@@ -87,7 +93,7 @@ func run(o options) error {
 	layerTar, err := layerContent([]file{
 		// World-writable and sticky like any /tmp: the provider runs as a non-root user.
 		{path: "tmp/", mode: 0o1777, dir: true},
-		{path: binaryPath[1:], mode: 0o755, data: bin},
+		{path: o.entrypoint[1:], mode: 0o755, data: bin},
 		{path: caPath[1:], mode: 0o644, data: ca},
 	})
 	if err != nil {
@@ -103,7 +109,7 @@ func run(o options) error {
 		return fmt.Errorf("cannot build layer: %w", err)
 	}
 
-	img, err := image(layer, o.arch)
+	img, err := image(layer, o.arch, o.entrypoint)
 	if err != nil {
 		return err
 	}
@@ -122,14 +128,14 @@ func run(o options) error {
 }
 
 // image assembles an OCI image from the single layer.
-func image(layer v1.Layer, arch string) (v1.Image, error) {
+func image(layer v1.Layer, arch, entrypoint string) (v1.Image, error) {
 	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer: layer,
 		History: v1.History{
 			Created:   v1.Time{Time: epoch},
-			CreatedBy: "runtime-image: provider binary and CA certificates",
+			CreatedBy: "runtime-image: " + path.Base(entrypoint) + " binary and CA certificates",
 		},
 	})
 	if err != nil {
@@ -143,7 +149,7 @@ func image(layer v1.Layer, arch string) (v1.Image, error) {
 	cf.OS = "linux"
 	cf.Architecture = arch
 	cf.Created = v1.Time{Time: epoch}
-	cf.Config.Entrypoint = []string{binaryPath}
+	cf.Config.Entrypoint = []string{entrypoint}
 	cf.Config.User = nonRootUser
 	cf.Config.WorkingDir = "/"
 	cf.Config.Env = []string{

@@ -17,7 +17,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
@@ -78,10 +77,8 @@ func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 
 // connector connects SecurityGroups to Neutron.
 type connector struct {
-	openstack interface {
-		Connect(ctx context.Context, mg resource.ModernManaged) (*openstack.Session, error)
-	}
-	record event.Recorder
+	openstack openstack.SessionConnector
+	record    event.Recorder
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.TypedExternalClient[*v1alpha1.SecurityGroup], error) {

@@ -146,7 +146,7 @@ func stillAttached(ports []openstack.Port, groups ...string) bool {
 	return false
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

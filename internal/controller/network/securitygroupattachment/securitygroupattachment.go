@@ -5,7 +5,6 @@ package securitygroupattachment
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +17,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
@@ -82,12 +80,10 @@ func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 }
 
 type connector struct {
-	openstack interface {
-		Connect(ctx context.Context, mg resource.ModernManaged) (*openstack.Session, error)
-	}
-	local  client.Reader
-	remote *remoteClusters
-	record event.Recorder
+	openstack openstack.SessionConnector
+	local     client.Reader
+	remote    *remoteClusters
+	record    event.Recorder
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (managed.TypedExternalClient[*v1alpha1.SecurityGroupAttachment], error) {
@@ -157,7 +153,7 @@ func (e *external) observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttach
 		ids[r.ServerID] = true
 	}
 	if len(ids) > 0 {
-		ports, err := e.ports.ListPortsOfDevices(ctx, sortedSet(ids))
+		ports, err := e.ports.ListPortsOfDevices(ctx, sortedKeys(ids))
 		if err != nil {
 			return nil, nil, errors.Wrap(err, errListPorts)
 		}
@@ -359,13 +355,4 @@ func serverEvent(c portChange, ports []string, detachReason string) event.Event 
 	default:
 		return event.Normal(reasonDetached, fmt.Sprintf("Detached security group %s from %s (port(s) %s): %s", strings.Join(c.detach, ", "), on, strings.Join(ports, ", "), detachReason))
 	}
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

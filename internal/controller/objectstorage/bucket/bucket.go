@@ -101,11 +101,12 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.Bucket) (managed.T
 	if err != nil {
 		return nil, errors.Wrap(err, errNewClient)
 	}
-	return &external{s3: b, endpoint: cfg.Endpoint, region: cfg.Region, record: c.record, noPolicy: c.noPolicy}, nil
+	return &external{s3: b, cfg: cfg, endpoint: cfg.Endpoint, region: cfg.Region, record: c.record, noPolicy: c.noPolicy}, nil
 }
 
 type external struct {
 	s3               s3.Buckets
+	cfg              s3.Config
 	endpoint, region string
 	record           event.Recorder
 	noPolicy         *sync.Map
@@ -185,7 +186,24 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Bucket) (managed.Ex
 	case upToDate:
 		cr.SetConditions(xpv2.Available())
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ResourceLateInitialized: lateInit}, nil
+	return managed.ExternalObservation{
+		ResourceExists:          true,
+		ResourceUpToDate:        upToDate,
+		ResourceLateInitialized: lateInit,
+		ConnectionDetails:       e.connectionDetails(name),
+	}, nil
+}
+
+// connectionDetails are everything an app needs to use the bucket, under the names S3 SDKs
+// read: the keys it is reached with (re-published when the Contract rotates them) and its name.
+func (e *external) connectionDetails(name string) managed.ConnectionDetails {
+	return managed.ConnectionDetails{
+		v1alpha1.ConnectionAWSAccessKeyID: []byte(e.cfg.AccessKeyID),
+		v1alpha1.ConnectionAWSSecretKey:   []byte(e.cfg.SecretAccessKey),
+		v1alpha1.ConnectionS3Endpoint:     []byte(e.cfg.Endpoint),
+		v1alpha1.ConnectionAWSRegion:      []byte(e.cfg.Region),
+		v1alpha1.ConnectionBucketName:     []byte(name),
+	}
 }
 
 func status(endpoint, region string, o *observed) v1alpha1.BucketObservation {

@@ -15,7 +15,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1"
@@ -64,11 +63,9 @@ func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 }
 
 type connector struct {
-	openstack interface {
-		Connect(ctx context.Context, mg resource.ModernManaged) (*openstack.Session, error)
-	}
-	record   event.Recorder
-	annotate managed.CriticalAnnotationUpdater
+	openstack openstack.SessionConnector
+	record    event.Recorder
+	annotate  managed.CriticalAnnotationUpdater
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.Contract) (managed.TypedExternalClient[*v1alpha1.Contract], error) {
