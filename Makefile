@@ -57,8 +57,10 @@ lint: tools ## gofmt, go vet, staticcheck and shellcheck.
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go vet -tags integration ./...
+	go vet -tags e2e ./test/e2e/...
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags integration ./...
+	$(STATICCHECK) -tags e2e ./test/e2e/...
 	@if command -v shellcheck >/dev/null; then shellcheck cluster/*.sh .ci/run; else echo "shellcheck not installed: apt-get install shellcheck"; exit 1; fi
 
 .PHONY: unit
@@ -73,8 +75,15 @@ test: ## Unit and integration tests against real Kubernetes and OpenStack, and t
 	cluster/test.sh
 
 .PHONY: xpkg
-xpkg: ## Build the provider package (.xpkg) under _output/xpkg.
+xpkg: ## Build the provider and configuration packages (.xpkg) under _output/xpkg.
 	cluster/xpkg.sh
+	cluster/xpkg.sh configuration
+
+.PHONY: e2e
+e2e: ## End-to-end tests: both packages installed by a real Crossplane, claims applied.
+	cluster/tools.sh kube
+	cluster/openstack.sh up
+	cluster/e2e-run.sh
 
 .PHONY: dev
 dev: ## Control plane + OpenStack up, provider running, examples Ready.

@@ -14,8 +14,12 @@
 #   cluster/e2e.sh install-provider XPKG BINARY
 #                                          push XPKG, Provider Healthy, its managed resources
 #                                          activated, BINARY running against the e2e cluster
-#   cluster/e2e.sh install-configuration XPKG
-#                                          push XPKG, Configuration Healthy and Installed
+#   cluster/e2e.sh install-configuration XPKG [OWNER/NAME]
+#                                          push XPKG (as stackservices/configuration-stackservices
+#                                          unless named), Configuration Healthy, its XRDs ready
+#   cluster/e2e.sh smoke                   self-test after install-function and install-provider:
+#                                          a trivial Configuration (cluster/e2e/smoke) composes
+#                                          a SecurityGroup for a claim and for a namespaced XR
 #
 # Why it looks like this (no Docker, no kubelet here): core runs with --package-runtime=External,
 # so the package manager installs packages (CRDs, MRDs, XRDs, Compositions) from real .xpkg files
@@ -27,7 +31,7 @@
 # composed resources of a deleted claim).
 #
 # Package names: packages are pushed to 127.0.0.1:<registry port>/<repository>. The Function,
-# Provider and Configuration objects name them by their upstream source (E2E_SOURCE_<...>, e.g.
+# Provider and Configuration objects name them by their upstream source (E2E_*_SOURCE, e.g.
 # xpkg.crossplane.io/crossplane-contrib/function-patch-and-transform) and an ImageConfig rewrites
 # those prefixes to the local registry, so a Configuration's dependsOn can name the real upstream
 # packages and still resolve here; dependency resolution is keyed on the original source.
@@ -107,7 +111,7 @@ usage() {
 KUBE_BIN='' CORE_DIR='' FN_DIR='' CLI=''
 resolve_tools() {
 	# Each is a cache hit (a stat) once built; a cold build of all four takes minutes.
-	"${REPO_ROOT}/cluster/tools.sh" kube crossplane-core function-pat crossplane-cli
+	"${REPO_ROOT}/cluster/tools.sh" kube crossplane-core "function-pat@${FUNCTION_PAT_VERSION}" crossplane-cli
 	KUBE_BIN=$("${REPO_ROOT}/cluster/tools.sh" path kube)
 	CORE_DIR=$("${REPO_ROOT}/cluster/tools.sh" path crossplane-core)
 	FN_DIR=$("${REPO_ROOT}/cluster/tools.sh" path "function-pat@${FUNCTION_PAT_VERSION}")
@@ -270,7 +274,16 @@ start() {
 	running "${name}" && return 0
 	log "starting ${name}"
 	setsid "${bin}" "$@" </dev/null >>"${logf}" 2>&1 7>&- &
-	echo "$! ${bin##*/}" >"$(pid_file "${name}")"
+	local pid=$! i argv0
+	echo "${pid} ${bin##*/}" >"$(pid_file "${name}")"
+	# Until setsid has exec'd the binary, /proc shows "setsid": a check in that window
+	# would take the component for dead. Wait (briefly) for the exec.
+	for ((i = 0; i < 50; i++)); do
+		argv0=
+		IFS= read -r -d '' argv0 <"/proc/${pid}/cmdline" 2>/dev/null || true
+		[[ ${argv0##*/} == setsid ]] || break
+		sleep 0.05
+	done
 }
 
 # stop NAME sends TERM, waits up to 15 s (the provider drains in-flight reconciles), then KILLs.
@@ -298,6 +311,18 @@ log_of() {
 	provider) echo "${STATE}/provider.log" ;;
 	*) echo "${LOGS}/$1.log" ;;
 	esac
+}
+
+# forget_dead removes the PID files of components that exited since we started them (a crash,
+# a reboot), so that they are started again instead of failing every wait with check_alive.
+forget_dead() {
+	local c
+	for c in "${COMPONENTS[@]}"; do
+		if [[ -f "$(pid_file "${c}")" ]] && ! running "${c}"; then
+			log "${c} had exited (log: $(log_of "${c}"))"
+			rm -f "$(pid_file "${c}")"
+		fi
+	done
 }
 
 # check_alive fails, showing the end of its log, when a component we started has died.
@@ -338,7 +363,7 @@ registry() { echo "127.0.0.1:${REGISTRY_PORT}"; }
 
 # pushed_digest REPOSITORY TAG prints the digest of the manifest the registry holds for the tag.
 pushed_digest() {
-	curl -fsSI --max-time 5 \
+	curl -fsI --max-time 5 \
 		-H 'Accept: application/vnd.oci.image.manifest.v1+json' \
 		-H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
 		"http://$(registry)/v2/$1/manifests/$2" |
@@ -378,18 +403,21 @@ function_pat_xpkg() {
 	FN_XPKG=${dir}/function-patch-and-transform-${FUNCTION_PAT_VERSION}.xpkg
 	[[ -f "${FN_XPKG}" ]] && return 0
 	mkdir -p "${dir}"
-	local image=${dir}/function-patch-and-transform-runtime-${FUNCTION_PAT_VERSION}.tar
+	# Names of this process only until the final rename: the cache is shared by every RUN_DIR.
+	local image=${dir}/function-patch-and-transform-runtime-${FUNCTION_PAT_VERSION}.tar.$$
 	"${TOOLS_BIN}/runtime-image" -binary "${FN_DIR}/function" -entrypoint /function \
 		-out "${image}" -tag "${FUNCTION_PAT_REPOSITORY}:${FUNCTION_PAT_VERSION}" >/dev/null ||
 		die "cannot build the function's runtime image"
 	# --examples-root: the CLI defaults to ./examples of the working directory.
 	"${CLI}" xpkg build --package-root="${FN_DIR}/package" --examples-root="${dir}/no-examples" \
-		--embed-runtime-image-tarball="${image}" --package-file="${FN_XPKG}.tmp" \
+		--embed-runtime-image-tarball="${image}" --package-file="${FN_XPKG}.$$" \
 		>>"${LOGS}/push.log" 2>&1 || {
 		tail -n 20 "${LOGS}/push.log" >&2
+		rm -f "${image}" "${FN_XPKG}.$$"
 		die "cannot build the function package"
 	}
-	mv -f "${FN_XPKG}.tmp" "${FN_XPKG}"
+	rm -f "${image}"
+	mv -f "${FN_XPKG}.$$" "${FN_XPKG}"
 	log "built ${FN_XPKG#"${REPO_ROOT}"/}"
 }
 
@@ -425,26 +453,40 @@ image_config() {
 # ---------------------------------------------------------------------------------------------
 # package objects
 
+# pkgres KIND (function, provider, configuration, or one of them + revision) prints the fully
+# qualified resource: a provider's CRDs may list the category "provider" (ours do), and kubectl
+# then reads `get provider NAME` as that category, failing with "you must specify only one
+# resource".
+pkgres() { echo "${1}s.pkg.crossplane.io"; }
+
 condition() { # KIND NAME TYPE prints the status of condition TYPE
-	kubectl_ get "$1" "$2" -o jsonpath="{.status.conditions[?(@.type==\"$3\")].status}" 2>/dev/null
+	kubectl_ get "$(pkgres "$1")" "$2" -o jsonpath="{.status.conditions[?(@.type==\"$3\")].status}" 2>/dev/null
 }
 
 healthy_and_installed() {
 	[[ "$(condition "$1" "$2" Healthy)" == True && "$(condition "$1" "$2" Installed)" == True ]]
 }
 
+# current_and_healthy KIND NAME REVISION: REVISION is the package's current one, and it is
+# Healthy and Installed (a package pushed again under the same tag is only done once core has
+# switched to the new revision).
+current_and_healthy() {
+	[[ "$(kubectl_ get "$(pkgres "$1")" "$2" -o jsonpath='{.status.currentRevision}')" == "$3" ]] &&
+		healthy_and_installed "$1" "$2"
+}
+
 # describe_package KIND NAME shows why a package is not ready: its conditions and recent events.
 describe_package() {
 	local kind=$1 name=$2 rev
-	kubectl_ get "${kind}" "${name}" -o \
+	kubectl_ get "$(pkgres "${kind}")" "${name}" -o \
 		jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' || true
-	rev=$(kubectl_ get "${kind}" "${name}" -o jsonpath='{.status.currentRevision}' 2>/dev/null || true)
+	rev=$(kubectl_ get "$(pkgres "${kind}")" "${name}" -o jsonpath='{.status.currentRevision}' 2>/dev/null || true)
 	if [[ -n "${rev}" ]]; then
 		echo "revision ${rev}:"
-		kubectl_ get "${kind}revision" "${rev}" -o \
+		kubectl_ get "$(pkgres "${kind}revision")" "${rev}" -o \
 			jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' || true
 	fi
-	kubectl_ get events -A --field-selector "involvedObject.name=${name}" | tail -n 10 || true
+	kubectl_ get events -A --field-selector "involvedObject.name=${rev:-${name}}" 2>/dev/null | tail -n 10 || true
 }
 
 # revision_name NAME DIGEST GENERATION is the name core gives the package revision of that digest
@@ -465,9 +507,9 @@ mark_runtime_healthy() {
 	local kind=$1 name=$2 endpoint=${3:-} attempt
 	for ((attempt = 0; attempt < 20; attempt++)); do
 		local out rv has_status types idx=-1 i=0 t ops now
-		out=$(kubectl_ get "${kind}" "${name}" -o \
+		out=$(kubectl_ get "$(pkgres "${kind}")" "${name}" -o \
 			jsonpath='{.metadata.resourceVersion}{"\n"}{.status}{"\n"}{range .status.conditions[*]}{.type}{"\n"}{end}') ||
-			die "cannot read ${kind} ${name}"
+			return 1
 		rv=$(sed -n 1p <<<"${out}")
 		has_status=$(sed -n 2p <<<"${out}")
 		types=$(sed -n '3,$p' <<<"${out}")
@@ -490,17 +532,19 @@ mark_runtime_healthy() {
 			ops+=',{"op":"add","path":"/status/conditions","value":['${cond}']}'
 		fi
 		ops+=']'
-		if kubectl_ patch "${kind}" "${name}" --subresource=status --type=json -p "${ops}" >/dev/null 2>&1; then
+		if kubectl_ patch "$(pkgres "${kind}")" "${name}" --subresource=status --type=json -p "${ops}" >/dev/null 2>&1; then
 			return 0
 		fi
 		sleep 0.5
 	done
-	die "cannot patch the status of ${kind} ${name}"
+	# Not fatal: the callers poll, and give up with the package's conditions on their deadline.
+	log "cannot patch the status of ${kind} ${name}"
+	return 1
 }
 
 runtime_marked() { # KIND NAME [ENDPOINT]
 	[[ "$(condition "$1" "$2" RuntimeHealthy)" == True ]] || return 1
-	[[ -z "${3:-}" ]] || [[ "$(kubectl_ get "$1" "$2" -o jsonpath='{.status.endpoint}')" == "$3" ]]
+	[[ -z "${3:-}" ]] || [[ "$(kubectl_ get "$(pkgres "$1")" "$2" -o jsonpath='{.status.endpoint}')" == "$3" ]]
 }
 
 # package_ready KIND NAME REVISION [ENDPOINT] is the loop body of waiting for a package with a
@@ -508,17 +552,19 @@ runtime_marked() { # KIND NAME [ENDPOINT]
 # dropped our marks, until the package is Healthy and Installed.
 package_ready() {
 	local kind=$1 name=$2 rev=$3 endpoint=${4:-}
-	kubectl_ get "${kind}revision" "${rev}" >/dev/null 2>&1 || return 1
+	kubectl_ get "$(pkgres "${kind}revision")" "${rev}" >/dev/null 2>&1 || return 1
 	runtime_marked "${kind}revision" "${rev}" "${endpoint}" ||
 		mark_runtime_healthy "${kind}revision" "${rev}" "${endpoint}"
-	healthy_and_installed "${kind}" "${name}"
+	current_and_healthy "${kind}" "${name}" "${rev}"
 }
 
 # apply_package KIND NAME SOURCE DIGEST [EXTRA SPEC YAML] applies a package object. The digest
 # annotation makes core reconcile (and re-resolve the tag) when only the pushed content changed.
+# Server-side and forced: the object may have been created by core's dependency resolver (a
+# Configuration installed first), and we take its fields over.
 apply_package() {
 	local kind=$1 name=$2 source=$3 digest=$4 extra=${5:-}
-	kubectl_ apply -f - >/dev/null <<-EOF
+	kubectl_ apply --server-side --force-conflicts --field-manager=e2e.sh -f - >/dev/null <<-EOF
 		apiVersion: pkg.crossplane.io/v1
 		kind: ${kind}
 		metadata:
@@ -532,7 +578,15 @@ apply_package() {
 	EOF
 }
 
-generation_of() { kubectl_ get "$1" "$2" -o jsonpath='{.metadata.generation}'; }
+# dns_label REPOSITORY is the object name Crossplane's dependency resolver gives a package of
+# that repository (xpkg.ToDNSLabel: lower case, "/" and "." to "-").
+dns_label() {
+	local l=${1,,}
+	l=${l//[\/.:]/-}
+	echo "${l//[^a-z0-9-]/}"
+}
+
+generation_of() { kubectl_ get "$(pkgres "$1")" "$2" -o jsonpath='{.metadata.generation}'; }
 
 # ---------------------------------------------------------------------------------------------
 # runtimes
@@ -559,7 +613,7 @@ start_provider() {
 write_env() {
 	local tmp=${ENV_FILE}.tmp var
 	{
-		echo "# written by cluster/e2e.sh; source it (values are shell-safe)"
+		echo "# written by cluster/e2e.sh: set -a; source <this file>; set +a (values need no quoting)"
 		echo "KUBECONFIG=${KUBECONFIG}"
 		echo "E2E_REGISTRY=$(registry)"
 		echo "E2E_RUN_DIR=${STATE}"
@@ -591,19 +645,27 @@ lock() {
 }
 
 core_init() {
-	local attempt
+	local attempt out
 	for ((attempt = 1; attempt <= 10; attempt++)); do
-		# CRDS_PATH, not --crds-path: the flag is misparsed by v2.4.0. The first run on a fresh
-		# cluster fails with `no matches for kind "Lock"`: the Lock CRD it just applied is not
-		# served yet.
-		if CRDS_PATH="${CORE_DIR}/crds" "${CORE_DIR}/crossplane" core init --enable-webhooks=false \
-			--namespace="${CROSSPLANE_NAMESPACE}" </dev/null >>"${LOGS}/core-init.log" 2>&1 7>&-; then
+		# Environment, not flags, as the Helm chart does: v2.4.0 misparses --crds-path, and kong
+		# spells the CA flag --tlsca-secret-name. The TLS Secret names are required (else
+		# `cannot get TLS secret: : resource name may not be empty`); init fills them with a CA
+		# and client certificate of its own that nothing here uses (core start reads ours).
+		if out=$(CRDS_PATH="${CORE_DIR}/crds" TLS_CA_SECRET_NAME=crossplane-root-ca \
+			TLS_CLIENT_SECRET_NAME=crossplane-tls-client \
+			"${CORE_DIR}/crossplane" core init --enable-webhooks=false \
+			--namespace="${CROSSPLANE_NAMESPACE}" </dev/null 2>&1 7>&-); then
+			printf '%s\n' "${out}" >>"${LOGS}/core-init.log"
 			return 0
 		fi
-		sleep 2
+		printf '%s\n' "${out}" >>"${LOGS}/core-init.log"
+		# The first run on a fresh cluster fails with `no matches for kind "Lock"`: the Lock
+		# CRD it has just applied is not served yet. Other errors do not go away by retrying.
+		[[ "${out}" == *"no matches for kind"* ]] || break
+		sleep 1
 	done
 	tail -n 20 "${LOGS}/core-init.log" >&2
-	die "crossplane core init failed 10 times (log: ${LOGS}/core-init.log)"
+	die "crossplane core init failed (log: ${LOGS}/core-init.log)"
 }
 
 start_core() {
@@ -615,6 +677,8 @@ start_core() {
 	kubectl_ -n "${CROSSPLANE_NAMESPACE}" create secret generic "${PACKAGE_TLS_SECRET}" \
 		--from-file=tls.crt="${PKI}/function-server/tls.crt" --dry-run=client -o yaml |
 		kubectl_ apply -f - >/dev/null
+	# Before core starts, so its first pulls already go to the local registry.
+	image_config
 	mkdir -p "${STATE}/cache/xpkg" "${STATE}/cache/xfn"
 	local debug=()
 	[[ -n "${E2E_DEBUG}" ]] && debug=(--debug)
@@ -638,40 +702,82 @@ ensure_function_pushed() {
 	function_pat_xpkg
 	[[ -n "$(pushed_digest "${FUNCTION_PAT_REPOSITORY}" "${FUNCTION_PAT_VERSION}")" ]] && return 0
 	push "${FN_XPKG}" "${FUNCTION_PAT_REPOSITORY}" "${FUNCTION_PAT_VERSION}"
+	REPUSHED=true
 	log "pushed $(registry)/${FUNCTION_PAT_REPOSITORY}:${FUNCTION_PAT_VERSION}"
 }
 
-# restore replays install-* after a down/up: the registry lost its packages and the runtimes are
-# not running, while the package objects in etcd still point at both.
-restore() {
+# installed_each FN calls FN KIND NAME REPOSITORY TAG XPKG RECORD for every package install-*
+# recorded (in the file RECORD).
+installed_each() {
 	local f
 	for f in "${INSTALLED}"/*.env; do
 		[[ -f "${f}" ]] || continue
 		local KIND='' REPOSITORY='' TAG='' XPKG='' NAME=''
 		# shellcheck source=/dev/null
 		source "${f}"
-		if [[ -z "$(pushed_digest "${REPOSITORY}" "${TAG}")" ]]; then
-			[[ -f "${XPKG}" ]] || die "${f}: ${XPKG} is gone; run down --purge"
-			push "${XPKG}" "${REPOSITORY}" "${TAG}"
-			log "re-pushed $(registry)/${REPOSITORY}:${TAG}"
-		fi
-		case "${KIND}" in
-		function)
-			start_function_pat
-			# The port may have changed while we were down.
-			local rev
-			rev=$(kubectl_ get function "${NAME}" -o jsonpath='{.status.currentRevision}')
-			[[ -n "${rev}" ]] && mark_runtime_healthy functionrevision "${rev}" "127.0.0.1:${FUNCTION_PAT_PORT}"
-			;;
-		provider) start_provider ;;
-		esac
+		"$1" "${KIND}" "${NAME}" "${REPOSITORY}" "${TAG}" "${XPKG}" "${f}"
 	done
+}
+
+# prune (for installed_each) forgets a recorded package whose object was deleted meanwhile.
+prune() {
+	local out
+	# Kept on any error: only a definite "not found" (empty output) forgets.
+	out=$(kubectl_ get "$(pkgres "$1")" "$2" --ignore-not-found -o name 2>/dev/null) || return 0
+	[[ -n "${out}" ]] && return 0
+	log "${1} ${2} no longer exists; forgetting it"
+	rm -f "$6"
+}
+
+# repush (for installed_each) pushes a recorded package again unless the registry has it: the
+# registry is in memory, and the package objects in etcd still name it. Done before core starts,
+# so that core never sees the registry without them.
+repush() {
+	local repo=$3 tag=$4 xpkg=$5
+	[[ -n "$(pushed_digest "${repo}" "${tag}")" ]] && return 0
+	[[ -f "${xpkg}" ]] || die "${xpkg} is gone (recorded in ${INSTALLED}); run down --purge"
+	push "${xpkg}" "${repo}" "${tag}"
+	log "re-pushed $(registry)/${repo}:${tag}"
+	REPUSHED=true
+}
+
+REPUSHED=false
+
+# restart (for installed_each) starts the runtimes of installed packages again and, when core
+# may have seen the registry without their packages, makes it reconcile them right away (any
+# change of the object queues it) instead of after its error backoff.
+restart() {
+	local kind=$1 name=$2
+	case "${kind}" in
+	function)
+		start_function_pat
+		# The port may have changed while we were down.
+		local rev endpoint=127.0.0.1:${FUNCTION_PAT_PORT}
+		rev=$(kubectl_ get "$(pkgres function)" "${name}" -o jsonpath='{.status.currentRevision}')
+		if [[ -n "${rev}" ]] && ! runtime_marked functionrevision "${rev}" "${endpoint}"; then
+			mark_runtime_healthy functionrevision "${rev}" "${endpoint}"
+		fi
+		;;
+	provider) start_provider ;;
+	esac
+	if ${REPUSHED}; then
+		kubectl_ annotate --overwrite "$(pkgres "${kind}")" "${name}" \
+			"e2e.stackservices.io/restored-at=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null
+	fi
+}
+
+# healthy_again (for installed_each) waits until a restored package is Healthy and Installed.
+healthy_again() {
+	ON_TIMEOUT="describe_package $1 $2"
+	wait_for "${1^} $2 Healthy again" healthy_and_installed "$1" "$2"
+	ON_TIMEOUT=
 }
 
 cmd_up() {
 	local t0=${SECONDS}
 	lock
 	mkdir -p "${LOGS}" "${INSTALLED}"
+	forget_dead
 	resolve_tools
 	# Our own control plane: its state is $STATE/kube, apart from the dev cluster of `make dev`.
 	RUN_DIR=${STATE} "${REPO_ROOT}/cluster/kube.sh" up 7>&-
@@ -682,10 +788,16 @@ cmd_up() {
 		-addr="127.0.0.1:${REGISTRY_PORT}" -addr-file="${STATE}/registry.addr"
 	wait_for "the registry on $(registry)" http_ok "http://$(registry)/v2/"
 
-	start_core
-	image_config
+	# Packages first: the package objects in etcd name them (after a down, the registry is new).
+	REPUSHED=false
 	ensure_function_pushed
-	restore
+	installed_each prune
+	installed_each repush
+	start_core
+	# Again when core was running already: the registry port may have changed.
+	image_config
+	installed_each restart
+	installed_each healthy_again
 	write_env
 	log "up in $((SECONDS - t0))s: registry $(registry), core /readyz on 127.0.0.1:${CORE_HEALTH_PORT}; env: ${ENV_FILE}"
 }
@@ -695,8 +807,10 @@ require_up() {
 	if ! running registry || ! running crossplane; then
 		die "not up: run cluster/e2e.sh up first"
 	fi
+	forget_dead
 	resolve_tools_quietly
 	load_ports
+	write_env
 	mkdir -p "${INSTALLED}"
 }
 
@@ -787,35 +901,133 @@ cmd_install_provider() {
 }
 
 cmd_install_configuration() {
-	[[ $# -eq 1 ]] || usage
-	local xpkg=$1
+	[[ $# -eq 1 || $# -eq 2 ]] || usage
+	local xpkg=$1 repo=${2:-${CONFIGURATION_REPOSITORY}}
 	[[ -f "${xpkg}" ]] || die "${xpkg}: no such package file"
+	[[ "${repo}" =~ ^[a-z0-9-]+/[a-z0-9-]+$ ]] || die "repository ${repo}: expected <owner>/<name>"
 	xpkg=$(realpath "${xpkg}")
 	lock
 	require_up
-	local tag digest t0=${SECONDS}
+	# The source: E2E_CONFIGURATION_SOURCE for the product's configuration, else the same host.
+	local name source tag digest rev t0=${SECONDS}
+	name=$(dns_label "${repo}")
+	source=${E2E_CONFIGURATION_SOURCE}
+	[[ "${repo}" == "${CONFIGURATION_REPOSITORY}" ]] || source=${E2E_CONFIGURATION_SOURCE%%/*}/${repo}
 	tag=$(tag_of "${xpkg}")
 	mkdir -p "${STATE}/packages"
-	cp -f "${xpkg}" "${STATE}/packages/configuration.xpkg"
-	push "${STATE}/packages/configuration.xpkg" "${CONFIGURATION_REPOSITORY}" "${tag}"
-	digest=$(pushed_digest "${CONFIGURATION_REPOSITORY}" "${tag}")
-	log "pushed $(registry)/${CONFIGURATION_REPOSITORY}:${tag} (${digest})"
+	cp -f "${xpkg}" "${STATE}/packages/${name}.xpkg"
+	push "${STATE}/packages/${name}.xpkg" "${repo}" "${tag}"
+	digest=$(pushed_digest "${repo}" "${tag}")
+	log "pushed $(registry)/${repo}:${tag} (${digest})"
 	local extra=''
 	# E2E_SKIP_DEPENDENCY_RESOLUTION=true: install-function/-provider installed them already.
 	[[ "${E2E_SKIP_DEPENDENCY_RESOLUTION:-}" == true ]] && extra='  skipDependencyResolution: true'
-	apply_package Configuration "${CONFIGURATION_NAME}" "${E2E_CONFIGURATION_SOURCE}:${tag}" "${digest}" "${extra}"
-	cat >"${INSTALLED}/configuration.env" <<-EOF
+	apply_package Configuration "${name}" "${source}:${tag}" "${digest}" "${extra}"
+	rev=$(revision_name "${name}" "${digest}" "$(generation_of configuration "${name}")")
+	cat >"${INSTALLED}/configuration-${name}.env" <<-EOF
 		KIND=configuration
-		NAME=${CONFIGURATION_NAME}
-		REPOSITORY=${CONFIGURATION_REPOSITORY}
+		NAME=${name}
+		REPOSITORY=${repo}
 		TAG=${tag}
-		XPKG=${STATE}/packages/configuration.xpkg
+		XPKG=${STATE}/packages/${name}.xpkg
 	EOF
-	ON_TIMEOUT="describe_package configuration ${CONFIGURATION_NAME}"
-	wait_for "Configuration ${CONFIGURATION_NAME} Healthy and Installed" \
-		healthy_and_installed configuration "${CONFIGURATION_NAME}"
-	log "Configuration ${CONFIGURATION_NAME} healthy in $((SECONDS - t0))s"
+	ON_TIMEOUT="describe_package configuration ${name}"
+	wait_for "Configuration ${name} (revision ${rev}) Healthy and Installed" \
+		current_and_healthy configuration "${name}" "${rev}"
+	# The package is Healthy once its objects exist; claims can be applied only once the XRDs
+	# are Established (the XR CRD served) and Offered (the claim CRD served): 2-6 s more.
+	ON_TIMEOUT="kubectl_ get compositeresourcedefinitions"
+	wait_for "the XRDs Established (and Offered, with claims)" xrds_ready
+	ON_TIMEOUT=
+	log "Configuration ${name} healthy, XRDs ready in $((SECONDS - t0))s (${source}:${tag})"
 }
+
+# xrds_ready: every XRD is Established, and Offered when it has claimNames.
+xrds_ready() {
+	local out name claim est off
+	out=$(kubectl_ get compositeresourcedefinitions -o jsonpath='{range .items[*]}{.metadata.name}|{.spec.claimNames.kind}|{.status.conditions[?(@.type=="Established")].status}|{.status.conditions[?(@.type=="Offered")].status}{"\n"}{end}') ||
+		return 1
+	while IFS='|' read -r name claim est off; do
+		[[ -n "${name}" ]] || continue
+		[[ "${est}" == True ]] || return 1
+		[[ -z "${claim}" || "${off}" == True ]] || return 1
+	done <<<"${out}"
+}
+
+# now_ms prints a monotonic-enough wall clock in milliseconds, for the timings smoke reports.
+now_ms() { date +%s%3N; }
+
+# composed NAMESPACE LABEL=VALUE: a SecurityGroup with that label exists in NAMESPACE.
+composed() {
+	[[ -n "$(kubectl_ -n "$1" get securitygroups.network.m.stackservices.io -l "$2" -o name)" ]]
+}
+
+no_composed() { ! composed "$@"; }
+
+cmd_smoke() {
+	local dir=${REPO_ROOT}/cluster/e2e/smoke ns=e2e-smoke repo=stackservices/configuration-e2e-smoke
+	require_up
+	local k
+	for k in function:${FUNCTION_PAT_NAME} provider:${PROVIDER_NAME}; do
+		healthy_and_installed "${k%%:*}" "${k#*:}" ||
+			die "${k%%:*} ${k#*:} is not Healthy: run install-function and install-provider first"
+	done
+	# The package: the meta with our upstream names, and the XRDs and Compositions.
+	local root=${STATE}/smoke/root xpkg=${STATE}/smoke/configuration-e2e-smoke-v0.0.1.xpkg
+	rm -rf "${root}"
+	mkdir -p "${root}"
+	cp "${dir}"/package/*.yaml "${root}/"
+	sed -e "s|@PROVIDER_SOURCE@|${E2E_PROVIDER_SOURCE}|" -e "s|@FUNCTION_SOURCE@|${E2E_FUNCTION_PAT_SOURCE}|" \
+		"${dir}/crossplane.yaml.in" >"${root}/crossplane.yaml"
+	rm -f "${xpkg}"
+	"${CLI}" xpkg build --package-root="${root}" --examples-root="${root}/no-examples" \
+		--package-file="${xpkg}" >>"${LOGS}/push.log" 2>&1 || {
+		tail -n 20 "${LOGS}/push.log" >&2
+		die "cannot build the smoke configuration"
+	}
+	cmd_install_configuration "${xpkg}" "${repo}"
+
+	log "smoke: applying a claim and a namespaced XR in ${ns}"
+	local t0 t1 t2
+	t0=$(now_ms)
+	kubectl_ apply -f "${dir}/objects.yaml" >/dev/null
+	ON_TIMEOUT="kubectl_ -n ${ns} get smokefirewalls,smokegroups -o wide"
+	wait_for "a SecurityGroup composed for the claim" composed "${ns}" crossplane.io/claim-name=legacy
+	t1=$(now_ms)
+	wait_for "a SecurityGroup composed for the XR" composed "${ns}" crossplane.io/composite=namespaced
+	t2=$(now_ms)
+	log "smoke: claim -> SecurityGroup in $((t1 - t0)) ms, XR -> SecurityGroup in $((t2 - t0)) ms"
+	local cidrs
+	cidrs=$(kubectl_ -n "${ns}" get securitygroups.network.m.stackservices.io \
+		-o jsonpath='{range .items[*]}{.spec.forProvider.rules[0].remoteIPPrefix}{"\n"}{end}' | sort | tr '\n' ' ')
+	[[ "${cidrs}" == "10.0.0.0/8 192.168.0.0/16 " ]] ||
+		die "smoke: the composed SecurityGroups carry ${cidrs:-nothing}, not the patched 10.0.0.0/8 and 192.168.0.0/16"
+	kubectl_ -n "${ns}" get securitygroups.network.m.stackservices.io >&2
+
+	t0=$(now_ms)
+	kubectl_ -n "${ns}" delete smokefirewalls.smoke.e2e.stackservices.io legacy --wait=false >/dev/null
+	kubectl_ -n "${ns}" delete smokegroups.smoke.e2e.stackservices.io namespaced --wait=false >/dev/null
+	ON_TIMEOUT="kubectl_ -n ${ns} get securitygroups.network.m.stackservices.io -o yaml"
+	wait_for "the composed SecurityGroups garbage collected" no_composed "${ns}" crossplane.io/composite
+	t1=$(now_ms)
+	ON_TIMEOUT=
+	log "smoke: claim and XR deleted -> SecurityGroups gone in $((t1 - t0)) ms"
+
+	# Leave the cluster as the product's e2e expects it: no smoke package, no smoke namespace.
+	local name
+	name=$(dns_label "${repo}")
+	lock
+	kubectl_ delete "$(pkgres configuration)" "${name}" --wait=false >/dev/null
+	kubectl_ delete namespace "${ns}" --wait=false >/dev/null
+	rm -f "${INSTALLED}/configuration-${name}.env" "${STATE}/packages/${name}.xpkg"
+	# Waited for, so that smoke can run again right away (an object being deleted cannot be
+	# applied again).
+	wait_for "the smoke package and namespace deleted" gone "$(pkgres configuration)/${name}" "namespace/${ns}"
+	log "smoke: passed"
+}
+
+# gone RESOURCE/NAME...: none of them exists any more.
+gone() { [[ -z "$(kubectl_ get "$@" --ignore-not-found -o name)" ]]; }
 
 cmd_down() {
 	local purge=false
@@ -870,7 +1082,7 @@ main() {
 	local cmd=$1
 	shift
 	case "${cmd}" in
-	up | status | env | install-function) [[ $# -eq 0 ]] || usage ;;
+	up | status | env | install-function | smoke) [[ $# -eq 0 ]] || usage ;;
 	esac
 	case "${cmd}" in
 	up) cmd_up ;;
@@ -880,6 +1092,7 @@ main() {
 	install-function) cmd_install_function ;;
 	install-provider) cmd_install_provider "$@" ;;
 	install-configuration) cmd_install_configuration "$@" ;;
+	smoke) cmd_smoke ;;
 	*) usage ;;
 	esac
 }

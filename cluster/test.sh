@@ -7,7 +7,7 @@
 # `make dev` session) are left running. Every step prints how long it took.
 #
 # Environment: GO_TEST_FLAGS (extra flags for go test), TEST_RUN (a -run pattern for the
-# integration tests), SKIP_XPKG=1 (skip the package build).
+# integration tests), SKIP_XPKG=1 (skip the package builds), SKIP_E2E=1 (skip the e2e tests).
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -75,4 +75,8 @@ step "versitygw up" cluster/versitygw.sh up
 step "integration tests" integration
 if [[ -z ${SKIP_XPKG:-} ]]; then
 	step "package build" cluster/xpkg.sh
+	step "configuration package build" cluster/xpkg.sh configuration
+fi
+if [[ -z ${SKIP_E2E:-} ]]; then
+	step "end-to-end tests through Crossplane" cluster/e2e-run.sh
 fi

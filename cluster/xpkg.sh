@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cluster/xpkg.sh: build the provider's Crossplane package (.xpkg) without Docker.
 #
-# Usage: cluster/xpkg.sh            (what `make xpkg` calls)
+# Usage: cluster/xpkg.sh                 the provider package (what `make xpkg` calls first)
+#        cluster/xpkg.sh configuration   the configuration package (package/configuration)
 #
 # Steps:
 #   1. the provider binary, static:          _output/bin/linux_amd64/provider
@@ -138,8 +139,28 @@ verify_xpkg() {
 	log "verified: runtime layer ${bin_layer:0:12} has the binary; package layer ${pkg_layer:0:12} has the Provider and ${got} CRD(s)"
 }
 
+# build_configuration builds the configuration package (XRDs and Compositions of
+# package/configuration, which has no runtime image) and prints its path.
+build_configuration() {
+	local start=${SECONDS} crossplane out
+	"${REPO_ROOT}/cluster/tools.sh" crossplane-cli
+	crossplane=$("${REPO_ROOT}/cluster/tools.sh" path crossplane-cli)
+	out=${XPKG_DIR}/configuration-stackservices-$(version).xpkg
+	mkdir -p "${XPKG_DIR}"
+	rm -f "${out}"
+	"${crossplane}" xpkg build --package-root="${REPO_ROOT}/package/configuration" \
+		--examples-root="${XPKG_DIR}/no-examples" --package-file="${out}" >&2 ||
+		die "crossplane xpkg build refused package/configuration"
+	log "built ${out#"${REPO_ROOT}"/} in $((SECONDS - start))s"
+	echo "${out}"
+}
+
 main() {
-	[[ $# -eq 0 ]] || die "no arguments expected (see the header of $0)"
+	if [[ ${1:-} == configuration ]]; then
+		build_configuration
+		return
+	fi
+	[[ $# -eq 0 ]] || die "unknown arguments (see the header of $0)"
 	local start=${SECONDS}
 	V=$(version)
 	IMAGE_TAR=${XPKG_DIR}/${NAME}-runtime-${V}.tar

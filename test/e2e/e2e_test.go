@@ -1,0 +1,352 @@
+//go:build e2e
+
+// Package e2e tests the packages the way users meet them: the provider and configuration
+// packages installed by a real Crossplane from a registry, a ClusterProviderConfig, and the
+// claims of examples/claims applied in an app namespace. `make e2e` (called by `make test`)
+// brings Crossplane up with cluster/e2e.sh and runs these tests against it.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gophercloud/gophercloud/v2"
+	goopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stackservices/provider-stackservices/apis"
+	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
+	"github.com/stackservices/provider-stackservices/internal/clients/s3"
+	"github.com/stackservices/provider-stackservices/test/harness"
+)
+
+const appNamespace = "shop"
+
+type env struct {
+	kube    client.Client
+	neutron *gophercloud.ServiceClient
+	clouds  []byte
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	kc := os.Getenv("KUBECONFIG")
+	if kc == "" {
+		t.Fatal("KUBECONFIG is not set: run the e2e tests with `make e2e` (cluster/e2e.sh up)")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := kruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := apis.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clouds, err := os.ReadFile(os.Getenv("OS_CLIENT_CONFIG_FILE"))
+	if err != nil {
+		t.Fatalf("cannot read the OpenStack test bed's clouds.yaml: %v", err)
+	}
+	cloud, err := openstack.ParseCredentials(clouds, openstack.ParseOptions{Cloud: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := goopenstack.AuthenticatedClient(context.Background(), cloud.Auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := goopenstack.NewNetworkV2(pc, cloud.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{kube: c, neutron: n, clouds: clouds}
+}
+
+// apply creates or updates the objects of a YAML file (several documents allowed).
+func (e *env) apply(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, doc := range strings.Split(string(data), "\n---") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := e.kube.Apply(harness.Ctx(t), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+			t.Fatalf("cannot apply %s: %v", path, err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func repo(p ...string) string { return filepath.Join(append([]string{harness.RepoRoot()}, p...)...) }
+
+func condition(u *unstructured.Unstructured, ct string) (string, string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == ct {
+			s, _ := m["status"].(string)
+			msg, _ := m["message"].(string)
+			return s, msg
+		}
+	}
+	return "", ""
+}
+
+func (e *env) waitReady(t *testing.T, u *unstructured.Unstructured, timeout time.Duration) *unstructured.Unstructured {
+	t.Helper()
+	got := u.DeepCopy()
+	harness.Eventually(t, timeout, fmt.Sprintf("%s %s Ready", u.GetKind(), u.GetName()), func() error {
+		if err := e.kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(u), got); err != nil {
+			return err
+		}
+		if s, msg := condition(got, "Ready"); s != "True" {
+			return fmt.Errorf("Ready=%q: %s; status: %v", s, msg, got.Object["status"])
+		}
+		return nil
+	})
+	return got
+}
+
+func (e *env) setUp(t *testing.T) {
+	t.Helper()
+	ctx := harness.Ctx(t)
+	for _, ns := range []string{"crossplane-system", appNamespace} {
+		_ = e.kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "openstack-credentials"}, Data: map[string][]byte{"clouds.yaml": e.clouds}}
+	if err := e.kube.Create(ctx, s); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	e.apply(t, repo("examples", "providerconfig", "clusterproviderconfig.yaml"))
+}
+
+// TestNodeFirewallClaim applies the NodeFirewall claim of examples/claims, for a node whose
+// "server" (a Neutron port owned by compute:nova) gets the group, changes it, and deletes it.
+func TestNodeFirewallClaim(t *testing.T) {
+	e := setup(t)
+	e.setUp(t)
+	ctx := harness.Ctx(t)
+
+	net, err := networks.Create(ctx, e.neutron, networks.CreateOpts{Name: "e2e-" + uuid.NewString()[:8]}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = networks.Delete(context.Background(), e.neutron, net.ID).ExtractErr() })
+	server := uuid.NewString()
+	port, err := ports.Create(ctx, e.neutron, ports.CreateOpts{NetworkID: net.ID, DeviceOwner: "compute:nova", DeviceID: server, SecurityGroups: &[]string{}}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ports.Delete(context.Background(), e.neutron, port.ID).ExtractErr() })
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "e2e-web-" + server[:8], Labels: map[string]string{"role": "web"}}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + server}}
+	if err := e.kube.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.kube.Delete(context.Background(), node) })
+
+	start := time.Now()
+	claim := e.apply(t, repo("examples", "claims", "nodefirewall.yaml"))[0]
+	claim = e.waitReady(t, claim, 3*time.Minute)
+	t.Logf("NodeFirewall: claim apply to Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	sgID, _, _ := unstructured.NestedString(claim.Object, "status", "securityGroupID")
+	if sgID == "" {
+		t.Fatalf("the claim's status has no securityGroupID: %v", claim.Object["status"])
+	}
+	sg, err := groups.Get(ctx, e.neutron, sgID).Extract()
+	if err != nil {
+		t.Fatalf("the claim's group is not in Neutron: %v", err)
+	}
+	if len(sg.Rules) != 4 {
+		t.Errorf("rules in Neutron: %d, want 4 (2 from the claim, 2 default egress)", len(sg.Rules))
+	}
+	waitPortGroups(t, e, port.ID, sgID)
+	servers, _, _ := unstructured.NestedSlice(claim.Object, "status", "attachment", "servers")
+	if len(servers) != 1 {
+		t.Errorf("the claim's status.attachment.servers: %v, want the one server", servers)
+	}
+
+	// Update the claim: a new rule reaches Neutron.
+	claim = claim.DeepCopy()
+	rules, _, _ := unstructured.NestedSlice(claim.Object, "spec", "rules")
+	rules = append(rules, map[string]any{"direction": "ingress", "protocol": "udp", "portRangeMin": int64(53), "portRangeMax": int64(53)})
+	_ = unstructured.SetNestedSlice(claim.Object, rules, "spec", "rules")
+	if err := e.kube.Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 2*time.Minute, "the new rule in Neutron", func() error {
+		sg, err := groups.Get(ctx, e.neutron, sgID).Extract()
+		if err != nil {
+			return err
+		}
+		if len(sg.Rules) != 5 {
+			return fmt.Errorf("%d rules", len(sg.Rules))
+		}
+		return nil
+	})
+
+	// Delete the claim: the group is detached and deleted.
+	if err := e.kube.Delete(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	waitPortGroups(t, e, port.ID)
+	harness.Eventually(t, 3*time.Minute, "the group deleted in Neutron", func() error {
+		_, err := groups.Get(ctx, e.neutron, sgID).Extract()
+		if gophercloud.ResponseCodeIs(err, 404) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+}
+
+func waitPortGroups(t *testing.T, e *env, portID string, want ...string) {
+	t.Helper()
+	harness.Eventually(t, 2*time.Minute, "port "+portID+" groups", func() error {
+		p, err := ports.Get(harness.Ctx(t), e.neutron, portID).Extract()
+		if err != nil {
+			return err
+		}
+		got := slices.Clone(p.SecurityGroups)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("groups %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
+// TestObjectBucketClaim applies the ObjectBucket claim of examples/claims, uses the Secret the
+// app namespace gets with an S3 SDK, and checks that deleting the claim keeps the bucket.
+func TestObjectBucketClaim(t *testing.T) {
+	e := setup(t)
+	e.setUp(t)
+	ctx := harness.Ctx(t)
+
+	start := time.Now()
+	claim := e.apply(t, repo("examples", "claims", "objectbucket.yaml"))[0]
+	claim = e.waitReady(t, claim, 3*time.Minute)
+	t.Logf("ObjectBucket: claim apply to Ready in %s", time.Since(start).Round(100*time.Millisecond))
+
+	sec := &corev1.Secret{}
+	harness.Eventually(t, time.Minute, "the app's Secret", func() error {
+		if err := e.kube.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: claim.GetName() + "-s3"}, sec); err != nil {
+			return err
+		}
+		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "BUCKET_NAME", "S3_ENDPOINT", "AWS_REGION"} {
+			if len(sec.Data[k]) == 0 {
+				return fmt.Errorf("no %s", k)
+			}
+		}
+		return nil
+	})
+	cfg := s3.Config{
+		AccessKeyID: string(sec.Data["AWS_ACCESS_KEY_ID"]), SecretAccessKey: string(sec.Data["AWS_SECRET_ACCESS_KEY"]),
+		Endpoint: string(sec.Data["S3_ENDPOINT"]), Region: string(sec.Data["AWS_REGION"]),
+	}
+	bucket := string(sec.Data["BUCKET_NAME"])
+	if err := putGet(ctx, cfg, bucket); err != nil {
+		t.Fatalf("an app cannot use the Secret: %v", err)
+	}
+
+	// Delete the claim: Retain is the default, so the bucket and its object stay.
+	if err := e.kube.Delete(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 3*time.Minute, "claim gone", func() error {
+		err := e.kube.Get(ctx, client.ObjectKeyFromObject(claim), claim.DeepCopy())
+		if err == nil {
+			return fmt.Errorf("still exists")
+		}
+		return client.IgnoreNotFound(err)
+	})
+	admin, err := s3ForDemo(t, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := admin.BucketExists(ctx, bucket); err != nil || !ok {
+		t.Errorf("the retained bucket is gone: exists %v, %v", ok, err)
+	}
+	_ = admin.EmptyBucket(ctx, bucket)
+	_ = admin.DeleteBucket(ctx, bucket)
+}
+
+// TestClaimSaysWhyItIsNotReady asks for what the backend cannot do (a bucket policy on Swift)
+// and checks that the claim's status carries the managed resource's explanation.
+func TestClaimSaysWhyItIsNotReady(t *testing.T) {
+	e := setup(t)
+	e.setUp(t)
+	ctx := harness.Ctx(t)
+
+	claim := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "platform.stackservices.io/v1alpha1",
+		"kind":       "ObjectBucket",
+		"metadata":   map[string]any{"name": "with-policy", "namespace": appNamespace},
+		"spec": map[string]any{
+			"deletionPolicy": "Delete",
+			"policy": map[string]any{
+				"Version":   "2012-10-17",
+				"Statement": []any{map[string]any{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::x/*"}},
+			},
+		},
+	}}
+	if err := e.kube.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 3*time.Minute, "the claim explains why it is not Ready", func() error {
+		got := claim.DeepCopy()
+		if err := e.kube.Get(ctx, client.ObjectKeyFromObject(claim), got); err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "bucket", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if msg, _ := m["message"].(string); m["type"] == "Ready" && strings.Contains(msg, "does not implement bucket policies") {
+				return nil
+			}
+		}
+		return fmt.Errorf("status.bucket.conditions: %v", conds)
+	})
+	if err := e.kube.Delete(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 3*time.Minute, "claim gone", func() error {
+		err := e.kube.Get(ctx, client.ObjectKeyFromObject(claim), claim.DeepCopy())
+		if err == nil {
+			return fmt.Errorf("still exists")
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
