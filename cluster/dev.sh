@@ -15,6 +15,8 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=cluster/lib/ports.sh
+source "${REPO_ROOT}/cluster/lib/ports.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 STATE=${RUN_DIR}/provider
 BIN=${REPO_ROOT}/_output/bin/dev/provider
@@ -28,10 +30,6 @@ die() {
 }
 
 kubectl_() { "$(cluster/tools.sh path kube)/kubectl" --kubeconfig "$(cluster/kube.sh kubeconfig)" "$@"; }
-
-free_port() {
-	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 provider_running() {
 	[[ -f ${STATE}/provider.pid ]] && kill -0 "$(cat "${STATE}/provider.pid")" 2>/dev/null
@@ -66,8 +64,8 @@ start_provider() {
 	go build -o "${BIN}" ./cmd/provider
 	stop_provider
 	local metrics health
-	metrics=$(free_port)
-	health=$(free_port)
+	pick_port metrics
+	pick_port health
 	KUBECONFIG=$(cluster/kube.sh kubeconfig) setsid "${BIN}" --debug --poll="${DEV_POLL}" \
 		--metrics-bind-address="127.0.0.1:${metrics}" --health-probe-bind-address="127.0.0.1:${health}" \
 		>"${STATE}/provider.log" 2>&1 </dev/null &

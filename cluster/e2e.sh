@@ -48,6 +48,8 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=cluster/lib/ports.sh
+source "${REPO_ROOT}/cluster/lib/ports.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 CACHE_DIR=${CACHE_DIR:-${REPO_ROOT}/.cache}
 export CACHE_DIR
@@ -138,24 +140,6 @@ kubectl_() { "${KUBE_BIN}/kubectl" --request-timeout=30s "$@"; }
 # ---------------------------------------------------------------------------------------------
 # ports (the same scheme as kube.sh: chosen once, reused while free)
 
-port_free() {
-	[[ -z "$(ss -Htln "sport = :$1" 2>/dev/null)" ]]
-}
-
-# pick_port VAR stores in VAR a free port below the kernel's ephemeral range (32768+), so that
-# outgoing connections cannot grab it between our choice and the bind.
-pick_port() {
-	local p i
-	for ((i = 0; i < 200; i++)); do
-		p=$((10000 + RANDOM % 22000))
-		if port_free "${p}" && [[ " ${PICKED:-} " != *" ${p} "* ]]; then
-			PICKED="${PICKED:-} ${p}"
-			printf -v "$1" '%s' "${p}"
-			return 0
-		fi
-	done
-	die "no free port found"
-}
 
 port_owner() {
 	case "$1" in

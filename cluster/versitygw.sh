@@ -28,6 +28,8 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=cluster/lib/ports.sh
+source "${REPO_ROOT}/cluster/lib/ports.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 STATE=${RUN_DIR}/versitygw
 PORTS_FILE=${STATE}/ports.env
@@ -64,26 +66,6 @@ resolve_binary() {
 # ---------------------------------------------------------------------------------------------
 # ports and keys
 
-# port_free PORT succeeds when nothing listens on PORT (TCP, any address).
-port_free() {
-	[[ -z "$(ss -Htln "sport = :$1" 2>/dev/null)" ]]
-}
-
-# pick_port VAR stores in VAR a free port below the kernel's ephemeral range (32768+), so that
-# outgoing connections of other processes cannot grab it between our choice and the bind. (Not
-# echoed: PICKED, which keeps two choices of one run apart, must survive, so no subshell.)
-pick_port() {
-	local p i
-	for ((i = 0; i < 200; i++)); do
-		p=$((10000 + RANDOM % 22000))
-		if port_free "${p}" && [[ " ${PICKED:-} " != *" ${p} "* ]]; then
-			PICKED="${PICKED:-} ${p}"
-			printf -v "$1" '%s' "${p}"
-			return 0
-		fi
-	done
-	die "no free port found"
-}
 
 # load_ports reads the recorded ports, choosing (and recording) new ones on first use or when a
 # recorded port was taken by someone else while we were down.
