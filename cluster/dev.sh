@@ -17,10 +17,15 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=cluster/lib/ports.sh
 source "${REPO_ROOT}/cluster/lib/ports.sh"
+# shellcheck source=cluster/lib/members.sh
+source "${REPO_ROOT}/cluster/lib/members.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 STATE=${RUN_DIR}/provider
 BIN=${REPO_ROOT}/_output/bin/dev/provider
 DEV_POLL=${DEV_POLL:-15s}
+# EtcdClusters of machines.type Local run their members under here, with this etcd.
+MACHINES_DIR=${RUN_DIR}/machines
+DEV_ETCD_VERSION=${DEV_ETCD_VERSION:-v3.6.16}
 READY_TIMEOUT=${READY_TIMEOUT:-180}
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
@@ -62,12 +67,15 @@ start_provider() {
 	mkdir -p "${STATE}" "$(dirname "${BIN}")"
 	log "building the provider"
 	go build -o "${BIN}" ./cmd/provider
+	cluster/tools.sh "etcd@${DEV_ETCD_VERSION}"
 	stop_provider
 	local metrics health
 	pick_port metrics
 	pick_port health
 	KUBECONFIG=$(cluster/kube.sh kubeconfig) setsid "${BIN}" --debug --poll="${DEV_POLL}" \
 		--metrics-bind-address="127.0.0.1:${metrics}" --health-probe-bind-address="127.0.0.1:${health}" \
+		--enable-local-machines --local-machines-dir="${MACHINES_DIR}" \
+		--etcd-binaries-dir="$(dirname "$(cluster/tools.sh path "etcd@${DEV_ETCD_VERSION}")")" \
 		>"${STATE}/provider.log" 2>&1 </dev/null &
 	echo $! >"${STATE}/provider.pid"
 	printf 'METRICS=127.0.0.1:%s\nHEALTH=127.0.0.1:%s\n' "${metrics}" "${health}" >"${STATE}/ports.env"
@@ -141,6 +149,8 @@ cmd_up() {
 
 cmd_down() {
 	stop_provider
+	# The provider starts them again (same data) at its next start.
+	stop_members "${MACHINES_DIR}"
 	cluster/kube.sh down
 	cluster/openstack.sh down
 }

@@ -13,6 +13,9 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${REPO_ROOT}"
 
+# shellcheck source=cluster/lib/members.sh
+source "${REPO_ROOT}/cluster/lib/members.sh"
+
 log() { printf 'test.sh: %s\n' "$*" >&2; }
 
 step() {
@@ -25,8 +28,14 @@ step() {
 
 started_openstack=
 started_versitygw=
+# Local etcd members of the integration tests live under here (see test/harness).
+TEST_MACHINES_DIR=${REPO_ROOT}/_output/test-machines
+export TEST_MACHINES_DIR
+
 cleanup() {
 	local rc=$?
+	stop_members "${TEST_MACHINES_DIR}" KILL
+	rm -rf "${TEST_MACHINES_DIR}"
 	if [[ -n ${started_openstack} ]]; then
 		cluster/openstack.sh down || true
 	fi
@@ -48,20 +57,26 @@ integration() {
 	source "$(cluster/openstack.sh env)"
 	# shellcheck disable=SC1090
 	source "$(cluster/versitygw.sh env)"
-	KUBEBUILDER_ASSETS=$(cluster/tools.sh path kube) \
-		go test -count=1 -tags integration -timeout 30m "${go_test_flags[@]}" \
-		${TEST_RUN:+-run "${TEST_RUN}"} -v ./test/integration/... 2>&1 | tee "${REPO_ROOT}/_output/integration.log" |
+	mkdir -p "${TEST_MACHINES_DIR}"
+	KUBEBUILDER_ASSETS=$(cluster/tools.sh path kube) ETCD_BINARIES_DIR=${ETCD_BINARIES_DIR} \
+		go test -count=1 -tags integration -timeout 40m "${go_test_flags[@]}" \
+		${TEST_RUN:+-run "${TEST_RUN}"} -v ./internal/... ./test/integration/... 2>&1 | tee "${REPO_ROOT}/_output/integration.log" |
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|test bed)|_test.go:[0-9]+:' || true
-	# tee hides go test's status; the log's last word tells it.
-	tail -n 5 "${REPO_ROOT}/_output/integration.log" | grep -q '^ok' || {
+	# tee hides go test's status: the log tells it (several packages run, so any FAIL counts).
+	if grep -qE '^(FAIL|--- FAIL|panic:)' "${REPO_ROOT}/_output/integration.log" ||
+		! grep -q '^ok' "${REPO_ROOT}/_output/integration.log"; then
 		log "integration tests failed; full log: _output/integration.log"
+		grep -E '^(FAIL|--- FAIL|panic:)' "${REPO_ROOT}/_output/integration.log" >&2 || true
 		tail -n 60 "${REPO_ROOT}/_output/integration.log" >&2
 		return 1
-	}
+	fi
 }
 
 mkdir -p _output
 step "unit tests" unit
+# The etcd versions the EtcdCluster tests run (an upgrade goes from the first to the second).
+step "etcd binaries" cluster/tools.sh etcd@v3.5.35 etcd@v3.6.16
+ETCD_BINARIES_DIR=$(dirname "$(cluster/tools.sh path etcd@v3.6.16)")
 step "kubernetes binaries" cluster/tools.sh kube
 if ! cluster/openstack.sh status >/dev/null 2>&1; then
 	started_openstack=1

@@ -41,6 +41,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	providercontroller "github.com/stackservices/provider-stackservices/internal/controller"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
+	"github.com/stackservices/provider-stackservices/internal/machines/local"
 	"github.com/stackservices/provider-stackservices/internal/version"
 )
 
@@ -62,6 +63,10 @@ func main() {
 		enableChangeLogs     = app.Flag("enable-changelogs", "Record every change made to external resources in Crossplane change logs.").Default("false").Envar("ENABLE_CHANGE_LOGS").Bool()
 		changelogsSocketPath = app.Flag("changelogs-socket-path", "Socket of the change logs sidecar.").Default("/var/run/changelogs/changelogs.sock").Envar("CHANGELOGS_SOCKET_PATH").String()
 		gracefulShutdown     = app.Flag("graceful-shutdown-timeout", "How long in-flight reconciles may take to finish on shutdown.").Default("30s").Duration()
+
+		enableLocalMachines = app.Flag("enable-local-machines", "Run the members of EtcdClusters with machines.type Local as processes on the provider's own host (development and tests only).").Default("false").Bool()
+		localMachinesDir    = app.Flag("local-machines-dir", "Where local etcd members keep their data, certificates and logs.").Default("/var/lib/provider-stackservices/machines").String()
+		etcdBinariesDir     = app.Flag("etcd-binaries-dir", "Directory with one folder per etcd version (v3.6.16/etcd...), for local machines.").Default("/usr/local/lib/provider-stackservices/etcd").String()
 	)
 	kingpin.MustParse(app.Parse(os.Args[1:]))
 
@@ -133,6 +138,13 @@ func main() {
 			openstack.NewSessionCache(openstack.SessionOptions{UserAgent: "provider-stackservices/" + version.Version})),
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
+
+	if *enableLocalMachines {
+		lm, err := local.New(local.Options{Dir: *localMachinesDir, BinariesDir: *etcdBinariesDir, Log: log})
+		kingpin.FatalIfError(err, "Cannot set up local machines in %s", *localMachinesDir)
+		o.LocalMachines = lm
+		log.Info("Local machines enabled: etcd members run on this host", "dir", *localMachinesDir, "etcd-binaries", *etcdBinariesDir)
+	}
 
 	if *enableChangeLogs {
 		o.Features.Enable(feature.EnableAlphaChangeLogs)

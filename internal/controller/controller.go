@@ -5,6 +5,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/stackservices/provider-stackservices/internal/controller/config"
+	"github.com/stackservices/provider-stackservices/internal/controller/etcd/etcdcluster"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/controller/network/securitygroup"
 	"github.com/stackservices/provider-stackservices/internal/controller/network/securitygroupattachment"
@@ -20,6 +21,7 @@ func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 		securitygroupattachment.SetupGated,
 		contract.SetupGated,
 		bucket.SetupGated,
+		etcdcluster.SetupGated,
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

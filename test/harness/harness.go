@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,6 +43,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	providercontroller "github.com/stackservices/provider-stackservices/internal/controller"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
+	"github.com/stackservices/provider-stackservices/internal/machines/local"
 )
 
 // Clouds names the entries of the test bed's clouds.yaml.
@@ -62,9 +64,14 @@ type Env struct {
 	Logins *atomic.Int64
 	// Requests records every HTTP request the provider made to OpenStack.
 	Requests *RequestLog
+	// Machines runs the members of EtcdClusters as local processes; EtcdBinaries is the
+	// directory with one folder per etcd version it takes them from.
+	Machines     *local.Backend
+	EtcdBinaries string
 
-	stop   func()
-	apiEnv *envtest.Environment
+	stop        func()
+	apiEnv      *envtest.Environment
+	machinesDir string
 }
 
 // RepoRoot is the root of the repository, found from this file's location.
@@ -92,7 +99,25 @@ func Start(o Options) (*Env, error) {
 		return nil, fmt.Errorf("cannot read the test bed's clouds.yaml: %w", err)
 	}
 
-	e := &Env{CloudsYAML: clouds, Logins: &atomic.Int64{}, Requests: &RequestLog{}}
+	etcdBinaries := os.Getenv("ETCD_BINARIES_DIR")
+	if etcdBinaries == "" {
+		return nil, fmt.Errorf("ETCD_BINARIES_DIR is not set: build etcd with `cluster/tools.sh etcd@v3.5.35 etcd@v3.6.16` and set it to $(dirname $(cluster/tools.sh path etcd))")
+	}
+	// cluster/test.sh names a project-local parent, so that it can stop members a test run
+	// that was killed left behind.
+	machinesDir, err := os.MkdirTemp(os.Getenv("TEST_MACHINES_DIR"), "stackservices-machines-")
+	if err != nil {
+		return nil, err
+	}
+	// Addresses of their own, away from `make dev`'s members (127.0.2.x) that may be running.
+	lm, err := local.New(local.Options{Dir: machinesDir, BinariesDir: etcdBinaries, AddressRange: local.AddressRange{
+		First: netip.MustParseAddr("127.0.4.1"), Last: netip.MustParseAddr("127.0.4.254"),
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("cannot set up local machines for etcd members: %w", err)
+	}
+
+	e := &Env{CloudsYAML: clouds, Logins: &atomic.Int64{}, Requests: &RequestLog{}, Machines: lm, EtcdBinaries: etcdBinaries, machinesDir: machinesDir}
 	e.apiEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "package", "crds")},
 		ErrorIfCRDPathMissing: true,
@@ -157,6 +182,7 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 		OpenStack: openstack.NewConnector(mgr.GetClient(),
 			resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}), sessions),
 		WrapTransport: wrap,
+		LocalMachines: e.Machines,
 	}
 	mo.Features.Enable(feature.EnableBetaManagementPolicies)
 	if err := providercontroller.SetupGated(mgr, mo); err != nil {
@@ -181,11 +207,15 @@ func zapLevel() int8 {
 	return 0
 }
 
-// Stop stops the provider and the control plane.
+// Stop stops the provider and the control plane, and every etcd member the tests left.
 func (e *Env) Stop() error {
 	if e.stop != nil {
 		e.stop()
 	}
+	if err := e.Machines.Purge(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "cannot delete the local etcd machines: %v\n", err)
+	}
+	_ = os.RemoveAll(e.machinesDir)
 	return e.apiEnv.Stop()
 }
 

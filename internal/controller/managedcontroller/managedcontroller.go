@@ -3,6 +3,7 @@
 package managedcontroller
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
+	"github.com/stackservices/provider-stackservices/internal/machines"
 )
 
 const errFmtStateMetrics = "cannot register the state metrics recorder of %s"
@@ -35,6 +37,10 @@ type Options struct {
 
 	// OpenStack connects managed resources to the cloud their ProviderConfig names.
 	OpenStack *openstack.Connector
+
+	// LocalMachines runs etcd members as processes on the provider's host; nil when the
+	// provider was started without --enable-local-machines.
+	LocalMachines machines.Machines
 
 	// WrapTransport, when set, wraps the HTTP transport of the S3 clients; tests count calls
 	// with it. (OpenStack sessions take theirs from the session cache's options.)
@@ -60,6 +66,18 @@ func Recorder(mgr ctrl.Manager, k Kind) event.Recorder {
 	return event.NewAPIRecorder(mgr.GetEventRecorderFor(k.Name()))
 }
 
+// PollHook is the poll interval hook of every controller: the poll interval with jitter, so
+// that resources are not all checked at once. A kind that needs another interval while it
+// converges passes its own managed.WithPollIntervalHook, built on this one.
+func PollHook(jitter time.Duration) managed.PollIntervalHook {
+	return func(_ resource.Managed, pollInterval time.Duration) time.Duration {
+		if jitter <= 0 {
+			return pollInterval
+		}
+		return pollInterval + time.Duration((rand.Float64()-0.5)*2*float64(jitter)) //nolint:gosec // Jitter needs no secure randomness.
+	}
+}
+
 // A Watch makes events of other objects (say, Nodes) reconcile the managed resources the
 // handler names, without waiting for the next poll.
 type Watch struct {
@@ -80,7 +98,7 @@ func SetupWithWatches(mgr ctrl.Manager, o Options, k Kind, watches []Watch, opts
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(Recorder(mgr, k)),
 		managed.WithPollInterval(o.PollInterval),
-		managed.WithPollJitterHook(o.PollJitter),
+		managed.WithPollIntervalHook(PollHook(o.PollJitter)),
 		managed.WithManagementPolicies(),
 	}
 	if o.Features != nil && o.Features.Enabled(feature.EnableAlphaChangeLogs) && o.ChangeLogOptions != nil {

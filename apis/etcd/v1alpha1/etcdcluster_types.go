@@ -1,0 +1,229 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+)
+
+// Keys of an EtcdCluster's connection Secret: what etcdctl and clientv3 need.
+const (
+	// ConnectionEndpoints is a comma-separated list of the voting members' client URLs.
+	ConnectionEndpoints = "endpoints"
+	ConnectionCACert    = "ca.crt"
+	ConnectionTLSCert   = "tls.crt"
+	ConnectionTLSKey    = "tls.key"
+)
+
+// MachineType says where the members of a cluster run.
+type MachineType string
+
+// Machine types.
+const (
+	// MachinesLocal runs members as processes on the provider's own host, each on its own
+	// loopback address. For development and tests: the provider must be started with
+	// --enable-local-machines.
+	MachinesLocal MachineType = "Local"
+)
+
+// Machines say where members run.
+type Machines struct {
+	// Type of machine every member runs on. Local: processes on the provider's host (the
+	// provider must run with --enable-local-machines; packaged deployments have it off).
+	// +kubebuilder:validation:Enum=Local
+	// +kubebuilder:default=Local
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="machines.type is immutable: members cannot move to another kind of machine"
+	Type MachineType `json:"type"`
+}
+
+// TLS settings of a cluster. The provider generates the cluster's CA; peers and clients both
+// need certificates it signed.
+// +kubebuilder:validation:XValidation:rule="!has(self.certificateValidity) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.certificateValidity)",message="tls.renewBefore must be shorter than tls.certificateValidity, or certificates would be renewed as soon as they are issued"
+type TLS struct {
+	// CertificateValidity of the member and client certificates. Defaults to 8760h (a year).
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$')",message="a duration such as 720h, 90m or 1h30m"
+	// +optional
+	CertificateValidity *metav1.Duration `json:"certificateValidity,omitempty"`
+
+	// RenewBefore: a member whose certificate expires within this is replaced by a member
+	// with a fresh certificate (one at a time, like a rolling upgrade), and the client
+	// certificate in the connection Secret is renewed. Defaults to 720h (30 days).
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$')",message="a duration such as 720h, 90m or 1h30m"
+	// +optional
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+}
+
+// Settings are the etcd server settings users tune.
+type Settings struct {
+	// QuotaBackendBytes is the size the backend database may grow to before etcd raises a
+	// NOSPACE alarm and refuses writes (etcd's --quota-backend-bytes). etcd's default is 2 GiB;
+	// etcd advises at most 8 GiB.
+	// +kubebuilder:validation:Minimum=16777216
+	// +kubebuilder:validation:Maximum=8589934592
+	// +optional
+	QuotaBackendBytes *int64 `json:"quotaBackendBytes,omitempty"`
+
+	// AutoCompactionMode is periodic (retention is a duration) or revision (retention is a
+	// number of revisions).
+	// +kubebuilder:validation:Enum=periodic;revision
+	// +optional
+	AutoCompactionMode *string `json:"autoCompactionMode,omitempty"`
+
+	// AutoCompactionRetention: a duration such as 1h for periodic compaction, a number of
+	// revisions such as 10000 for revision compaction.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+|([0-9]+(\.[0-9]+)?(h|m|s))+)$`
+	// +optional
+	AutoCompactionRetention *string `json:"autoCompactionRetention,omitempty"`
+
+	// SnapshotCount is the number of committed transactions that trigger a snapshot to disk
+	// (etcd's --snapshot-count).
+	// +kubebuilder:validation:Minimum=100
+	// +optional
+	SnapshotCount *int64 `json:"snapshotCount,omitempty"`
+}
+
+// EtcdClusterParameters are the configurable fields of an EtcdCluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.settings) || !has(self.settings.autoCompactionRetention) || has(self.settings.autoCompactionMode)",message="settings.autoCompactionRetention needs settings.autoCompactionMode (periodic or revision)"
+// +kubebuilder:validation:XValidation:rule="!has(self.settings) || !has(self.settings.autoCompactionMode) || self.settings.autoCompactionMode != 'revision' || !has(self.settings.autoCompactionRetention) || self.settings.autoCompactionRetention.matches('^[0-9]+$')",message="with autoCompactionMode revision, autoCompactionRetention is a number of revisions such as 10000"
+type EtcdClusterParameters struct {
+	// Version of etcd, for example 3.6.16. Changing it upgrades the cluster by rolling
+	// replacement, one member at a time. etcd supports upgrades of one minor version at a
+	// time and no downgrades: 3.5.x to 3.6.y is allowed, 3.5.x to 3.7.y and 3.6.x to 3.5.y are
+	// refused.
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:XValidation:rule="self.matches('^3[.][5-7][.][0-9]{1,3}$')",message="version must be an etcd 3.5, 3.6 or 3.7 release without a leading v, such as 3.6.16"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^3[.][5-7][.][0-9]{1,3}$') || !oldSelf.matches('^3[.][5-7][.][0-9]{1,3}$') || int(self.split('.')[1]) > int(oldSelf.split('.')[1]) || (int(self.split('.')[1]) == int(oldSelf.split('.')[1]) && int(self.split('.')[2]) >= int(oldSelf.split('.')[2]))",message="etcd cannot be downgraded: the version may only stay or go up"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^3[.][5-7][.][0-9]{1,3}$') || !oldSelf.matches('^3[.][5-7][.][0-9]{1,3}$') || int(self.split('.')[1]) - int(oldSelf.split('.')[1]) <= 1",message="etcd upgrades one minor version at a time: upgrade to the next minor release (3.5 to 3.6, 3.6 to 3.7) and let it finish first"
+	Version string `json:"version"`
+
+	// Members is the number of voting members: 1, 3, 5 or 7. Scaling adds or removes one
+	// member at a time.
+	// +kubebuilder:validation:XValidation:rule="self in [1, 3, 5, 7]",message="members must be 1, 3, 5 or 7: an odd number of voters keeps a majority through the most failures"
+	// +kubebuilder:default=3
+	Members int32 `json:"members"`
+
+	// Machines say where members run.
+	// +kubebuilder:default={type: Local}
+	Machines Machines `json:"machines"`
+
+	// TLS of peers and clients.
+	// +optional
+	TLS *TLS `json:"tls,omitempty"`
+
+	// Settings of the etcd servers. A change reaches members as they are replaced (scaling,
+	// upgrades, certificate renewal); existing members keep the settings they started with.
+	// +optional
+	Settings *Settings `json:"settings,omitempty"`
+
+	// ReplaceUnhealthyAfter: a member that is unhealthy for longer than this is replaced by a
+	// new one, as long as the cluster keeps quorum. Defaults to 2m.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$')",message="a duration such as 720h, 90m or 1h30m"
+	// +optional
+	ReplaceUnhealthyAfter *metav1.Duration `json:"replaceUnhealthyAfter,omitempty"`
+
+	// Paused stops every change to the cluster (membership, machines, certificates) while
+	// someone works on it by hand. Observation and the connection Secret continue.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// Phases of an EtcdCluster.
+const (
+	PhaseCreating   = "Creating"
+	PhaseRunning    = "Running"
+	PhaseScaling    = "Scaling"
+	PhaseUpgrading  = "Upgrading"
+	PhaseHealing    = "Healing"
+	PhaseRenewing   = "RenewingCertificates"
+	PhaseDegraded   = "Degraded"
+	PhaseQuorumLost = "QuorumLost"
+	PhasePaused     = "Paused"
+	PhaseBlocked    = "Blocked"
+)
+
+// MemberObservation is one member of the cluster as the provider sees it.
+type MemberObservation struct {
+	Name string `json:"name"`
+	// ID is the etcd member ID, in hex as etcdctl prints it.
+	ID        string `json:"id,omitempty"`
+	PeerURL   string `json:"peerURL,omitempty"`
+	ClientURL string `json:"clientURL,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Learner   bool   `json:"learner,omitempty"`
+	Leader    bool   `json:"leader,omitempty"`
+	Healthy   bool   `json:"healthy"`
+	MachineID string `json:"machineID,omitempty"`
+	// MachineState is Allocated, Running or Stopped.
+	MachineState string `json:"machineState,omitempty"`
+	// UnhealthySince is when the provider first saw the member unhealthy.
+	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
+	// CertificateNotAfter is when the member's certificate expires.
+	CertificateNotAfter *metav1.Time `json:"certificateNotAfter,omitempty"`
+}
+
+// EtcdClusterObservation is the observed state of an EtcdCluster.
+type EtcdClusterObservation struct {
+	// Phase is Creating, Running, Scaling, Upgrading, Healing, RenewingCertificates,
+	// Degraded, QuorumLost, Paused or Blocked.
+	Phase string `json:"phase,omitempty"`
+	// ClusterID in hex, as etcdctl prints it.
+	ClusterID string `json:"clusterID,omitempty"`
+	// Version is the lowest version any member runs.
+	Version string `json:"version,omitempty"`
+	// Leader is the name of the leader.
+	Leader    string              `json:"leader,omitempty"`
+	Members   []MemberObservation `json:"members,omitempty"`
+	Endpoints []string            `json:"endpoints,omitempty"`
+	// NextStep is what the provider does next, or why it waits.
+	NextStep string `json:"nextStep,omitempty"`
+	// CASecretName names the Secret holding the cluster's CA (in the resource's namespace).
+	CASecretName string `json:"caSecretName,omitempty"`
+	// ClientCertificateNotAfter is when the client certificate in the connection Secret
+	// expires (it is renewed before).
+	ClientCertificateNotAfter *metav1.Time `json:"clientCertificateNotAfter,omitempty"`
+}
+
+// An EtcdClusterSpec defines the desired state of an EtcdCluster.
+type EtcdClusterSpec struct {
+	xpv2.ManagedResourceSpec `json:",inline"`
+	ForProvider              EtcdClusterParameters `json:"forProvider"`
+}
+
+// An EtcdClusterStatus represents the observed state of an EtcdCluster.
+type EtcdClusterStatus struct {
+	xpv2.ManagedResourceStatus `json:",inline"`
+	AtProvider                 EtcdClusterObservation `json:"atProvider,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// An EtcdCluster is an etcd cluster the provider runs: TLS everywhere, members joined as
+// learners and promoted when caught up, scaled and upgraded one member at a time, unhealthy
+// members replaced while quorum holds. Its external name is the etcd cluster ID. The
+// connection Secret holds the endpoints, the CA and a client certificate.
+// +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
+// +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="VERSION",type="string",JSONPath=".status.atProvider.version"
+// +kubebuilder:printcolumn:name="MEMBERS",type="integer",JSONPath=".spec.forProvider.members"
+// +kubebuilder:printcolumn:name="PHASE",type="string",JSONPath=".status.atProvider.phase"
+// +kubebuilder:printcolumn:name="LEADER",type="string",JSONPath=".status.atProvider.leader",priority=1
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,stackservices}
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdClusterSpec   `json:"spec"`
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// EtcdClusterList contains a list of EtcdCluster.
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}

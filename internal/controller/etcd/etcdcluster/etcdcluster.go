@@ -1,0 +1,388 @@
+// Package etcdcluster reconciles EtcdClusters: etcd clusters the provider runs on machines,
+// with TLS everywhere, scaled, upgraded, renewed and healed one safe step at a time.
+//
+// Each reconcile observes the cluster (membership, every member's status, every machine),
+// asks the planner in internal/etcd for the next step, and executes it; Update repeats that
+// loop for a bounded time so that a scale or upgrade does not wait a poll interval per step.
+package etcdcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
+	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
+	"github.com/stackservices/provider-stackservices/internal/etcd"
+	"github.com/stackservices/provider-stackservices/internal/machines"
+)
+
+const (
+	errLocalDisabled = "spec.forProvider.machines.type is Local, but this provider runs without local machines " +
+		"(they are for development and tests: start the provider with --enable-local-machines)"
+	errFmtMachineType = "machines of type %q are not supported by this provider version"
+	errListMachines   = "cannot list the cluster's machines"
+	errVersion        = "cannot use spec.forProvider.version"
+	errMachinesGone   = "every machine of this cluster is gone, and its data with it; delete this EtcdCluster and restore a backup into a new one"
+	errNoCA           = "the cluster's CA Secret is gone: without it the provider cannot reach the cluster; restore the Secret"
+	errConnectCluster = "cannot connect to the cluster"
+	errMembers        = "cannot read the cluster's membership from any member"
+	errBootstrap      = "cannot bootstrap the cluster"
+	errDeleteMachine  = "cannot delete a machine"
+
+	// convergingPoll is how soon a cluster that is changing is looked at again: a learner
+	// catching up or an election takes seconds, not a poll interval.
+	convergingPoll = 5 * time.Second
+	// updateBudget bounds one Update's loop of steps (the reconcile has a minute in all).
+	updateBudget = 30 * time.Second
+	// statusTimeout bounds the status request to each member: a member that does not answer
+	// in time is unhealthy.
+	statusTimeout = 2 * time.Second
+
+	defaultCertValidity    = 365 * 24 * time.Hour
+	defaultRenewBefore     = 30 * 24 * time.Hour
+	defaultReplaceUnhealty = 2 * time.Minute
+)
+
+// Kind is the managed resource kind this package reconciles.
+var Kind = managedcontroller.Kind{
+	GroupVersionKind: v1alpha1.EtcdClusterGroupVersionKind,
+	Object:           &v1alpha1.EtcdCluster{},
+	List:             &v1alpha1.EtcdClusterList{},
+}
+
+// Setup adds a controller that reconciles EtcdClusters.
+func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
+	steady := managedcontroller.PollHook(o.PollJitter)
+	return managedcontroller.Setup(mgr, o, Kind,
+		managed.WithTypedExternalConnector[*v1alpha1.EtcdCluster](&connector{
+			kube:       mgr.GetClient(),
+			local:      o.LocalMachines,
+			newCluster: etcdclient.New,
+			record:     managedcontroller.Recorder(mgr, Kind),
+		}),
+		// The cluster ID is etcd's to give, at bootstrap.
+		managed.WithInitializers(),
+		managed.WithCreationGracePeriod(0),
+		managed.WithPollIntervalHook(func(mg resource.Managed, poll time.Duration) time.Duration {
+			if cr, ok := mg.(*v1alpha1.EtcdCluster); ok && converging(cr) {
+				return min(poll, convergingPoll)
+			}
+			return steady(mg, poll)
+		}),
+	)
+}
+
+// SetupGated sets the controller up once the EtcdCluster CRD is established.
+func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
+	return managedcontroller.Gated(mgr, o, func() error { return Setup(mgr, o) }, Kind.GroupVersionKind)
+}
+
+// converging clusters are changing by themselves or by the provider's hand.
+func converging(cr *v1alpha1.EtcdCluster) bool {
+	switch cr.Status.AtProvider.Phase {
+	case v1alpha1.PhaseRunning, v1alpha1.PhasePaused, v1alpha1.PhaseBlocked, v1alpha1.PhaseQuorumLost:
+		return false
+	}
+	return true
+}
+
+// clusterFactory connects to a cluster's members.
+type clusterFactory func(ctx context.Context, endpoints []string, cfg *tls.Config) (etcdclient.Cluster, error)
+
+type connector struct {
+	kube       client.Client
+	local      machines.Machines
+	newCluster clusterFactory
+	record     event.Recorder
+}
+
+func (c *connector) Connect(_ context.Context, cr *v1alpha1.EtcdCluster) (managed.TypedExternalClient[*v1alpha1.EtcdCluster], error) {
+	var backend machines.Machines
+	switch t := cr.Spec.ForProvider.Machines.Type; t {
+	case v1alpha1.MachinesLocal, "":
+		if c.local == nil {
+			return nil, errors.New(errLocalDisabled)
+		}
+		backend = c.local
+	default:
+		return nil, errors.Errorf(errFmtMachineType, t)
+	}
+	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, now: time.Now, sleep: sleepCtx}, nil
+}
+
+type external struct {
+	kube       client.Client
+	machines   machines.Machines
+	newCluster clusterFactory
+	record     event.Recorder
+	now        func() time.Time
+	sleep      func(context.Context, time.Duration) error
+
+	// What the last observation found, for Update to act on.
+	seen *observation
+	// Every cluster client this reconcile opened, closed by Disconnect.
+	opened []etcdclient.Cluster
+}
+
+// settings are the spec's values with their defaults.
+type settings struct {
+	desired      etcd.Desired
+	certValidity time.Duration
+}
+
+func settingsOf(cr *v1alpha1.EtcdCluster) (settings, error) {
+	p := cr.Spec.ForProvider
+	v, err := etcd.ParseVersion(p.Version)
+	if err != nil {
+		return settings{}, errors.Wrap(err, errVersion)
+	}
+	s := settings{
+		desired: etcd.Desired{
+			Members:               int(p.Members),
+			Version:               v,
+			Paused:                p.Paused,
+			ReplaceUnhealthyAfter: defaultReplaceUnhealty,
+			RenewBefore:           defaultRenewBefore,
+		},
+		certValidity: defaultCertValidity,
+	}
+	if p.ReplaceUnhealthyAfter != nil {
+		s.desired.ReplaceUnhealthyAfter = p.ReplaceUnhealthyAfter.Duration
+	}
+	if p.TLS != nil && p.TLS.CertificateValidity != nil {
+		s.certValidity = p.TLS.CertificateValidity.Duration
+	}
+	if p.TLS != nil && p.TLS.RenewBefore != nil {
+		s.desired.RenewBefore = p.TLS.RenewBefore.Duration
+	}
+	return s, nil
+}
+
+func (e *external) Observe(ctx context.Context, cr *v1alpha1.EtcdCluster) (managed.ExternalObservation, error) {
+	s, err := settingsOf(cr)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	ms, err := e.machines.List(ctx, clusterKey(cr))
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errListMachines)
+	}
+	bootstrapped := meta.GetExternalName(cr) != ""
+	if len(ms) == 0 {
+		if bootstrapped && !meta.WasDeleted(cr) {
+			return managed.ExternalObservation{}, errors.New(errMachinesGone)
+		}
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	a, found, err := loadAuthority(ctx, e.kube, cr)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if !found {
+		if bootstrapped {
+			return managed.ExternalObservation{}, errors.New(errNoCA)
+		}
+		// Machines without a CA: a bootstrap that failed before anything could run. Create
+		// starts over (and reuses the machines).
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if meta.WasDeleted(cr) {
+		// Nothing to look at: Delete removes every machine, whatever state it is in.
+		return managed.ExternalObservation{ResourceExists: true}, nil
+	}
+
+	o, err := e.observe(ctx, cr, s, a, ms)
+	if err != nil {
+		if !bootstrapped {
+			// Members that do not answer yet after a bootstrap: Create finishes it.
+			return managed.ExternalObservation{ResourceExists: false}, nil
+		}
+		return managed.ExternalObservation{}, err
+	}
+	e.seen = o
+
+	lateInit := false
+	if !bootstrapped {
+		setExternalName(cr, o.clusterID)
+		lateInit = true
+	}
+	o.writeStatus(cr)
+	cr.Status.AtProvider.ClientCertificateNotAfter = &metav1.Time{Time: a.client.NotAfter}
+	clientDue := !e.now().Add(s.desired.RenewBefore).Before(a.client.NotAfter)
+	setReadiness(cr, o)
+	return managed.ExternalObservation{
+		ResourceExists:          true,
+		ResourceUpToDate:        (o.next.Type == etcd.None || o.next.Type == etcd.Wait) && !clientDue,
+		ResourceLateInitialized: lateInit,
+		ConnectionDetails:       connectionDetails(o, a),
+	}, nil
+}
+
+// setReadiness: Ready only when the cluster is what the spec asks for and every member is
+// healthy; otherwise the condition says what the provider is doing or waiting for.
+func setReadiness(cr *v1alpha1.EtcdCluster, o *observation) {
+	if o.next.Type == etcd.None && o.allHealthy() {
+		cr.SetConditions(xpv2.Available())
+		return
+	}
+	cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%s: %s", o.next.Phase, o.next.Reason)))
+}
+
+func connectionDetails(o *observation, a *authority) managed.ConnectionDetails {
+	return managed.ConnectionDetails{
+		v1alpha1.ConnectionEndpoints: []byte(strings.Join(o.endpoints(), ",")),
+		v1alpha1.ConnectionCACert:    a.ca.CertPEM,
+		v1alpha1.ConnectionTLSCert:   a.client.CertPEM,
+		v1alpha1.ConnectionTLSKey:    a.client.KeyPEM,
+	}
+}
+
+// Create bootstraps the cluster: a CA, one machine per member, every member started at once
+// with a static initial cluster (what an operator would do by hand, and the fastest way).
+// Every part is idempotent, so a bootstrap interrupted half way is finished by the next one.
+func (e *external) Create(ctx context.Context, cr *v1alpha1.EtcdCluster) (managed.ExternalCreation, error) {
+	s, err := settingsOf(cr)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	a, err := ensureAuthority(ctx, e.kube, cr, s.certValidity, e.now())
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	cr.Status.AtProvider.CASecretName = caSecretName(cr)
+	if err := e.bootstrap(ctx, cr, s, a); err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, errBootstrap)
+	}
+	cr.Status.AtProvider.Phase = v1alpha1.PhaseCreating
+	e.record.Event(cr, event.Normal(reasonBootstrapped, fmt.Sprintf("Started %d etcd %s members", s.desired.Members, s.desired.Version)))
+	return managed.ExternalCreation{}, nil
+}
+
+// Update executes the planner's steps until the cluster is as desired, a step has to wait
+// longer than a moment, or the time budget is spent.
+func (e *external) Update(ctx context.Context, cr *v1alpha1.EtcdCluster) (managed.ExternalUpdate, error) {
+	s, err := settingsOf(cr)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	a, _, err := loadAuthority(ctx, e.kube, cr)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	if a == nil {
+		return managed.ExternalUpdate{}, errors.New(errNoCA)
+	}
+	if !e.now().Add(s.desired.RenewBefore).Before(a.client.NotAfter) {
+		if err := renewClient(ctx, e.kube, cr, a, s.certValidity, e.now()); err != nil {
+			return managed.ExternalUpdate{}, err
+		}
+		e.record.Event(cr, event.Normal(reasonRenewedClient, "Renewed the client certificate in the connection Secret"))
+	}
+
+	deadline := e.now().Add(updateBudget)
+	o := e.seen
+	for {
+		if o == nil {
+			ms, err := e.machines.List(ctx, clusterKey(cr))
+			if err != nil {
+				return managed.ExternalUpdate{}, errors.Wrap(err, errListMachines)
+			}
+			if o, err = e.observe(ctx, cr, s, a, ms); err != nil {
+				return managed.ExternalUpdate{}, err
+			}
+		}
+		o.writeStatus(cr)
+		setReadiness(cr, o)
+		next := o.next
+		done, err := e.step(ctx, cr, s, a, o, next)
+		if err != nil {
+			return managed.ExternalUpdate{}, err
+		}
+		if done || e.now().After(deadline) {
+			return managed.ExternalUpdate{ConnectionDetails: connectionDetails(o, a)}, nil
+		}
+		o = nil
+	}
+}
+
+// step executes one action. done says the loop should stop (nothing left, or only waiting
+// that takes longer than a moment).
+func (e *external) step(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority, o *observation, next etcd.Action) (done bool, err error) {
+	switch next.Type {
+	case etcd.None:
+		return true, nil
+	case etcd.Blocked:
+		return true, errors.New(next.Reason)
+	case etcd.Wait:
+		if next.Phase == etcd.PhaseDegraded {
+			// An unhealthy member within its grace time, or an election: the poll comes back.
+			return true, nil
+		}
+		return false, e.sleep(ctx, time.Second)
+	}
+	err = e.execute(ctx, cr, s, a, o, next)
+	if etcdclient.IsRetryable(err) {
+		// etcd refuses membership changes for a few seconds after a join, and promotes a
+		// learner only once it caught up: expected, not an error.
+		return false, e.sleep(ctx, time.Second)
+	}
+	return false, err
+}
+
+// Delete removes every machine (and its data) and the CA; crossplane-runtime removes the
+// connection Secret.
+func (e *external) Delete(ctx context.Context, cr *v1alpha1.EtcdCluster) (managed.ExternalDelete, error) {
+	ms, err := e.machines.List(ctx, clusterKey(cr))
+	if err != nil {
+		return managed.ExternalDelete{}, errors.Wrap(err, errListMachines)
+	}
+	for _, m := range ms {
+		if err := e.machines.Delete(ctx, clusterKey(cr), m.Name); err != nil {
+			return managed.ExternalDelete{}, errors.Wrap(err, errDeleteMachine)
+		}
+	}
+	if len(ms) > 0 {
+		e.record.Event(cr, event.Normal(reasonDeletedMachines, fmt.Sprintf("Deleted %d machines and their data", len(ms))))
+	}
+	return managed.ExternalDelete{}, deleteAuthority(ctx, e.kube, cr)
+}
+
+// Disconnect closes the cluster clients the reconcile opened.
+func (e *external) Disconnect(_ context.Context) error {
+	for _, c := range e.opened {
+		_ = c.Close()
+	}
+	e.opened = nil
+	return nil
+}
+
+// clusterKey identifies the cluster's machines: the resource's UID, so that a new EtcdCluster
+// of the same name never finds the machines of an old one.
+func clusterKey(cr *v1alpha1.EtcdCluster) string { return string(cr.GetUID()) }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+

@@ -1,0 +1,100 @@
+// Package machines is where etcd members run. An EtcdCluster's members each get a machine:
+// something with a network address that runs one etcd process with a given configuration.
+//
+// The interface is shaped so that two very different backends fit it:
+//
+//   - local: processes on the provider's own host, each on its own 127.0.0.x address (for
+//     development and tests; see package local).
+//   - openstack (designed, not built yet): Allocate creates a Neutron port (the fixed IP is the
+//     member's address, known before the member joins the cluster), Start boots a Nova server on
+//     that port whose cloud-init user-data writes the certificates and the etcd configuration
+//     and starts etcd, Delete deletes the server and the port (and its volume), List reads the
+//     servers and ports tagged with the cluster's identity.
+//
+// Allocating the address before starting is what makes a join safe: the member is added to the
+// etcd membership (as a learner) with its peer URL, and only then started with a configuration
+// that names every member of the cluster, itself included.
+package machines
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrDisabled is returned by a backend the provider was not started with.
+var ErrDisabled = errors.New("this machine backend is disabled in this provider")
+
+// State is what a backend knows of a machine.
+type State string
+
+const (
+	// Allocated machines have an address but run nothing yet.
+	Allocated State = "Allocated"
+	// Running machines run their etcd process (which may still be unhealthy).
+	Running State = "Running"
+	// Stopped machines were started but their process is gone (crashed, killed, host down).
+	Stopped State = "Stopped"
+)
+
+// A Machine runs (or will run) one etcd member.
+type Machine struct {
+	// Cluster is the identity of the cluster the machine belongs to (the managed resource's UID).
+	Cluster string
+	// Name is unique within the cluster; it is also the etcd member's name.
+	Name string
+	// Address is the IP address the member listens on.
+	Address string
+	// PeerURL and ClientURL are the member's URLs (https, on Address).
+	PeerURL   string
+	ClientURL string
+	// Version is the etcd version the machine runs (or will run), without a leading "v": 3.6.16.
+	Version string
+	State   State
+	// CreatedAt is when the machine was allocated.
+	CreatedAt time.Time
+	// CertNotAfter is when the certificate the member was started with expires (zero until
+	// started).
+	CertNotAfter time.Time
+}
+
+// MemberConfig is how a machine's etcd member is configured. Every member serves TLS to peers
+// and clients, and requires client certificates signed by the cluster's CA on both.
+type MemberConfig struct {
+	// Version of etcd to run, without a leading "v": 3.6.16.
+	Version string
+	// InitialCluster is etcd's --initial-cluster: name=peerURL for every member, this one
+	// included.
+	InitialCluster string
+	// InitialClusterState is "new" when bootstrapping and "existing" when joining.
+	InitialClusterState string
+	// InitialClusterToken keeps members of different clusters from ever joining each other.
+	InitialClusterToken string
+	// CA is the cluster CA's certificate (PEM); Cert and Key (PEM) are the member's certificate,
+	// used both as server and as peer certificate.
+	CA, Cert, Key []byte
+	// CertNotAfter is when Cert expires; the backend records it on the machine.
+	CertNotAfter time.Time
+	// QuotaBackendBytes is etcd's --quota-backend-bytes (0: etcd's default).
+	QuotaBackendBytes int64
+	// AutoCompactionMode ("periodic" or "revision") and AutoCompactionRetention are etcd's
+	// --auto-compaction-mode and --auto-compaction-retention (empty: etcd's defaults).
+	AutoCompactionMode      string
+	AutoCompactionRetention string
+	// SnapshotCount is etcd's --snapshot-count (0: etcd's default).
+	SnapshotCount uint64
+}
+
+// Machines is a backend that runs etcd members. Every method is idempotent: calling it again
+// for the same cluster and name (after a crash, say) finds what the first call made.
+type Machines interface {
+	// Allocate reserves a machine and its address, and runs nothing yet.
+	Allocate(ctx context.Context, cluster, name string) (Machine, error)
+	// Start starts (or restarts) the member on an allocated machine.
+	Start(ctx context.Context, cluster, name string, cfg MemberConfig) (Machine, error)
+	// Delete stops the member, deletes its data and releases the machine. Deleting a machine
+	// that does not exist is not an error.
+	Delete(ctx context.Context, cluster, name string) error
+	// List returns every machine of the cluster, whatever its state, sorted by name.
+	List(ctx context.Context, cluster string) ([]Machine, error)
+}

@@ -1,0 +1,582 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/etcd/pki"
+	"github.com/stackservices/provider-stackservices/internal/machines"
+	"github.com/stackservices/provider-stackservices/test/harness"
+)
+
+const (
+	etcdOld = "3.5.35"
+	etcdNew = "3.6.16"
+	// etcdWait bounds every wait for a cluster change: a scale step or an upgrade step takes
+	// seconds; a whole rolling upgrade of three members well under a minute.
+	etcdWait = 3 * time.Minute
+)
+
+func newEtcdCluster(ns, name, version string, members int32) *v1alpha1.EtcdCluster {
+	return &v1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.EtcdClusterSpec{
+			ManagedResourceSpec: xpv2.ManagedResourceSpec{
+				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: name + "-etcd"},
+			},
+			ForProvider: v1alpha1.EtcdClusterParameters{
+				Version:               version,
+				Members:               members,
+				Machines:              v1alpha1.Machines{Type: v1alpha1.MachinesLocal},
+				ReplaceUnhealthyAfter: &metav1.Duration{Duration: 5 * time.Second},
+			},
+		},
+	}
+}
+
+// clusterIs checks that the cluster has n healthy voting members, all running version, and
+// no learner.
+func clusterIs(n int, version string) func(*v1alpha1.EtcdCluster) error {
+	return func(cr *v1alpha1.EtcdCluster) error {
+		at := cr.Status.AtProvider
+		voters := 0
+		for _, m := range at.Members {
+			switch {
+			case m.Learner:
+				return fmt.Errorf("learner %s still there", m.Name)
+			case !m.Healthy:
+				return fmt.Errorf("member %s is unhealthy", m.Name)
+			case m.Version != version:
+				return fmt.Errorf("member %s runs %s, want %s", m.Name, m.Version, version)
+			}
+			voters++
+		}
+		if voters != n || len(at.Endpoints) != n {
+			return fmt.Errorf("%d voters and %d endpoints, want %d (phase %s, next step %q)", voters, len(at.Endpoints), n, at.Phase, at.NextStep)
+		}
+		if at.Phase != v1alpha1.PhaseRunning || at.Leader == "" {
+			return fmt.Errorf("phase %s, leader %q", at.Phase, at.Leader)
+		}
+		return nil
+	}
+}
+
+func waitCluster(t *testing.T, cr *v1alpha1.EtcdCluster, check func(*v1alpha1.EtcdCluster) error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	key := client.ObjectKeyFromObject(cr)
+	harness.Eventually(t, etcdWait, "EtcdCluster "+key.String()+" as asked", func() error {
+		if err := env.Kube.Get(harness.Ctx(t), key, cr); err != nil {
+			return err
+		}
+		if err := harness.ConditionIs(cr, xpv2.TypeReady, "True"); err != nil {
+			return err
+		}
+		return check(cr)
+	})
+	return time.Since(start)
+}
+
+// etcdClient connects to the cluster with nothing but the connection Secret, the way an app
+// would. autoSync follows membership changes (as long-lived etcd clients do).
+func etcdClient(t *testing.T, ns, secret string, autoSync bool) *clientv3.Client {
+	t.Helper()
+	s := &corev1.Secret{}
+	harness.Eventually(t, 30*time.Second, "connection Secret "+secret, func() error {
+		return env.Kube.Get(harness.Ctx(t), client.ObjectKey{Namespace: ns, Name: secret}, s)
+	})
+	for _, k := range []string{v1alpha1.ConnectionEndpoints, v1alpha1.ConnectionCACert, v1alpha1.ConnectionTLSCert, v1alpha1.ConnectionTLSKey} {
+		if len(s.Data[k]) == 0 {
+			t.Fatalf("connection Secret %s has no %s", secret, k)
+		}
+	}
+	cert, err := tls.X509KeyPair(s.Data[v1alpha1.ConnectionTLSCert], s.Data[v1alpha1.ConnectionTLSKey])
+	if err != nil {
+		t.Fatalf("tls.crt/tls.key of the connection Secret: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(s.Data[v1alpha1.ConnectionCACert]) {
+		t.Fatal("ca.crt of the connection Secret holds no certificate")
+	}
+	cfg := clientv3.Config{
+		Endpoints:   strings.Split(string(s.Data[v1alpha1.ConnectionEndpoints]), ","),
+		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	}
+	if autoSync {
+		cfg.AutoSyncInterval = time.Second
+	}
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatalf("cannot connect with the connection Secret: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func etcdPut(t *testing.T, c *clientv3.Client, k, v string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(harness.Ctx(t), 10*time.Second)
+	defer cancel()
+	if _, err := c.Put(ctx, k, v); err != nil {
+		t.Fatalf("put %s: %v", k, err)
+	}
+}
+
+func etcdGet(t *testing.T, c *clientv3.Client, k string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(harness.Ctx(t), 10*time.Second)
+	defer cancel()
+	r, err := c.Get(ctx, k)
+	if err != nil {
+		t.Fatalf("get %s: %v", k, err)
+	}
+	if len(r.Kvs) != 1 {
+		return ""
+	}
+	return string(r.Kvs[0].Value)
+}
+
+func etcdNamespace(t *testing.T, name string) string {
+	t.Helper()
+	if err := env.Kube.Create(harness.Ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// memberPIDs are the process IDs of the cluster's members, by member name.
+func memberPIDs(t *testing.T, cr *v1alpha1.EtcdCluster) map[string]int {
+	t.Helper()
+	ms, err := env.Machines.List(harness.Ctx(t), string(cr.GetUID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, m := range ms {
+		pid, err := env.Machines.PID(string(cr.GetUID()), m.Name)
+		if err != nil {
+			t.Fatalf("pid of %s: %v", m.Name, err)
+		}
+		out[m.Name] = pid
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// A zombie has exited: its parent has not reaped it yet.
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+// startByHand starts n members the way a person would (the same machines and binaries, a
+// static initial cluster, TLS) and waits until a write succeeds: the floor the provider's
+// time to Ready is compared with.
+func startByHand(t *testing.T, n int, version string) time.Duration {
+	t.Helper()
+	ctx := harness.Ctx(t)
+	start := time.Now()
+	key := fmt.Sprintf("by-hand-%d", time.Now().UnixNano())
+	ca, err := pki.NewCA("by hand", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ms, _ := env.Machines.List(context.Background(), key)
+		for _, m := range ms {
+			_ = env.Machines.Delete(context.Background(), key, m.Name)
+		}
+	})
+	ms := make([]machines.Machine, n)
+	peers := make([]string, n)
+	for i := range ms {
+		if ms[i], err = env.Machines.Allocate(ctx, key, fmt.Sprintf("m%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		peers[i] = ms[i].Name + "=" + ms[i].PeerURL
+	}
+	var endpoints []string
+	for _, m := range ms {
+		cert, err := ca.IssueMember(m.Name, []net.IP{net.ParseIP(m.Address)}, time.Hour, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Machines.Start(ctx, key, m.Name, machines.MemberConfig{
+			Version: version, InitialCluster: strings.Join(peers, ","), InitialClusterState: "new", InitialClusterToken: key,
+			CA: ca.CertPEM, Cert: cert.CertPEM, Key: cert.KeyPEM, CertNotAfter: cert.NotAfter,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		endpoints = append(endpoints, m.ClientURL)
+	}
+	clientCert, err := ca.IssueClient("root", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := ca.TLSConfig(clientCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close() //nolint:errcheck // Test cleanup.
+	harness.Eventually(t, time.Minute, "members started by hand answer", func() error {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := c.Put(pctx, "ready", "yes")
+		return err
+	})
+	return time.Since(start)
+}
+
+// TestEtcdClusterCreateUseDelete creates a 3-member cluster, uses it with nothing but the
+// connection Secret, compares its time to Ready with starting the same members by hand, and
+// deletes it: machines, data, processes and the CA go.
+func TestEtcdClusterCreateUseDelete(t *testing.T) {
+	t.Parallel()
+	ns := etcdNamespace(t, "etcd-create")
+	cr := newEtcdCluster(ns, "orders", etcdNew, 3)
+
+	byHand := startByHand(t, 3, etcdNew)
+
+	start := time.Now()
+	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	waitCluster(t, cr, clusterIs(3, etcdNew))
+	toReady := time.Since(start)
+	t.Logf("3 members: Ready in %s; started by hand (same machines, binaries and TLS) in %s; ratio %.1f",
+		toReady.Round(time.Millisecond), byHand.Round(time.Millisecond), toReady.Seconds()/byHand.Seconds())
+
+	if got, want := meta.GetExternalName(cr), cr.Status.AtProvider.ClusterID; got != want || got == "" {
+		t.Errorf("external name %q, want the cluster ID %q", got, want)
+	}
+	c := etcdClient(t, ns, "orders-etcd", false)
+	etcdPut(t, c, "greeting", "hello")
+	if got := etcdGet(t, c, "greeting"); got != "hello" {
+		t.Errorf("get greeting = %q, want hello", got)
+	}
+	// Without a client certificate the cluster refuses the connection.
+	noCert := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // Only to show the server wants a certificate.
+	anon, err := clientv3.New(clientv3.Config{Endpoints: cr.Status.AtProvider.Endpoints, TLS: noCert, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(harness.Ctx(t), 3*time.Second)
+		_, err = anon.Put(ctx, "anonymous", "write")
+		cancel()
+		_ = anon.Close()
+	}
+	if err == nil {
+		t.Error("a client without a certificate could write")
+	}
+
+	pids := memberPIDs(t, cr)
+	if len(pids) != 3 {
+		t.Fatalf("%d machines, want 3", len(pids))
+	}
+	if err := env.Kube.Delete(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+	for name, pid := range pids {
+		if alive(pid) {
+			t.Errorf("member %s (pid %d) still runs after delete", name, pid)
+		}
+	}
+	if ms, err := env.Machines.List(harness.Ctx(t), string(cr.GetUID())); err != nil || len(ms) != 0 {
+		t.Errorf("machines after delete: %v, %v", ms, err)
+	}
+	err = env.Kube.Get(harness.Ctx(t), client.ObjectKey{Namespace: ns, Name: "orders-etcd-ca"}, &corev1.Secret{})
+	if client.IgnoreNotFound(err) != nil || err == nil {
+		t.Errorf("the CA Secret is still there after delete (err %v)", err)
+	}
+}
+
+// TestEtcdClusterScales goes from 3 to 5 members and back to 3, one member at a time, and
+// keeps the data.
+func TestEtcdClusterScales(t *testing.T) {
+	t.Parallel()
+	ns := etcdNamespace(t, "etcd-scale")
+	cr := newEtcdCluster(ns, "inventory", etcdNew, 3)
+	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	waitCluster(t, cr, clusterIs(3, etcdNew))
+	c := etcdClient(t, ns, "inventory-etcd", true)
+	etcdPut(t, c, "before-scaling", "kept")
+
+	for _, n := range []int32{5, 3} {
+		env.Mutate(t, client.ObjectKeyFromObject(cr), cr, func() { cr.Spec.ForProvider.Members = n })
+		took := waitCluster(t, cr, clusterIs(int(n), etcdNew))
+		t.Logf("scaled to %d members in %s", n, took.Round(time.Millisecond))
+		if got := etcdGet(t, c, "before-scaling"); got != "kept" {
+			t.Errorf("after scaling to %d: before-scaling = %q, want kept", n, got)
+		}
+	}
+	if err := env.Kube.Delete(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+}
+
+// TestEtcdClusterReplacesAKilledMember kills the leader's process with SIGKILL and waits for
+// the provider to replace it (new learner, promoted, the dead member removed).
+func TestEtcdClusterReplacesAKilledMember(t *testing.T) {
+	t.Parallel()
+	ns := etcdNamespace(t, "etcd-heal")
+	cr := newEtcdCluster(ns, "sessions", etcdNew, 3)
+	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	waitCluster(t, cr, clusterIs(3, etcdNew))
+	c := etcdClient(t, ns, "sessions-etcd", true)
+	etcdPut(t, c, "before-the-crash", "kept")
+
+	victim := cr.Status.AtProvider.Leader
+	pid := memberPIDs(t, cr)[victim]
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	waitCluster(t, cr, func(cr *v1alpha1.EtcdCluster) error {
+		for _, m := range cr.Status.AtProvider.Members {
+			if m.Name == victim {
+				return fmt.Errorf("the killed member %s is still a member", victim)
+			}
+		}
+		return clusterIs(3, etcdNew)(cr)
+	})
+	t.Logf("killed leader %s replaced in %s (of which %s is the replaceUnhealthyAfter threshold)",
+		victim, time.Since(killed).Round(time.Millisecond), cr.Spec.ForProvider.ReplaceUnhealthyAfter.Duration)
+	if got := etcdGet(t, c, "before-the-crash"); got != "kept" {
+		t.Errorf("before-the-crash = %q, want kept", got)
+	}
+	if err := env.Kube.Delete(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+}
+
+// TestEtcdClusterRollingUpgrade upgrades 3.5 to 3.6 by replacing members one at a time while
+// a client writes without pause, and counts the writes that failed and the acknowledged
+// writes that were lost.
+func TestEtcdClusterRollingUpgrade(t *testing.T) {
+	t.Parallel()
+	ns := etcdNamespace(t, "etcd-upgrade")
+	cr := newEtcdCluster(ns, "ledger", etcdOld, 3)
+	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	waitCluster(t, cr, clusterIs(3, etcdOld))
+	c := etcdClient(t, ns, "ledger-etcd", true)
+
+	var (
+		stop             = make(chan struct{})
+		wg               sync.WaitGroup
+		attempts, failed atomic.Int64
+		mu               sync.Mutex
+		acked            []string
+		firstErr         atomic.Value
+	)
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := fmt.Sprintf("write-%06d", i)
+			// Like an app would, a write that fails is tried again; every failure counts.
+			for {
+				attempts.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err := c.Put(ctx, k, k)
+				cancel()
+				if err == nil {
+					break
+				}
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err.Error())
+				time.Sleep(50 * time.Millisecond)
+			}
+			mu.Lock()
+			acked = append(acked, k)
+			mu.Unlock()
+		}
+	})
+
+	start := time.Now()
+	env.Mutate(t, client.ObjectKeyFromObject(cr), cr, func() { cr.Spec.ForProvider.Version = etcdNew })
+	waitCluster(t, cr, clusterIs(3, etcdNew))
+	took := time.Since(start)
+	close(stop)
+	wg.Wait()
+
+	lost := 0
+	for _, k := range acked {
+		if etcdGet(t, c, k) != k {
+			lost++
+		}
+	}
+	t.Logf("rolling upgrade %s to %s in %s: %d writes acknowledged, %d attempts failed (first: %v), %d acknowledged writes lost",
+		etcdOld, etcdNew, took.Round(time.Millisecond), len(acked), failed.Load(), firstErr.Load(), lost)
+	if lost != 0 {
+		t.Errorf("%d acknowledged writes were lost", lost)
+	}
+	// A member that is removed stops, and a write in flight on it at that moment fails
+	// ("server stopped") and is retried on another member: at most one per removed member
+	// for this one-at-a-time writer. Anything more would mean the cluster was unavailable.
+	if removed := int64(3); failed.Load() > removed {
+		t.Errorf("%d of %d write attempts failed during the rolling upgrade, more than the %d members removed (first: %v)",
+			failed.Load(), attempts.Load(), removed, firstErr.Load())
+	}
+	if len(acked) < 10 {
+		t.Errorf("only %d writes during the upgrade: the writer did not really run", len(acked))
+	}
+	if err := env.Kube.Delete(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+}
+
+// TestEtcdClusterAdmission: what etcd cannot do is refused by the API server, with a message
+// that says why. Observe-only resources, so that nothing is started.
+func TestEtcdClusterAdmission(t *testing.T) {
+	t.Parallel()
+	ns := etcdNamespace(t, "etcd-admission")
+	observeOnly := func(cr *v1alpha1.EtcdCluster) *v1alpha1.EtcdCluster {
+		cr.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+		return cr
+	}
+	create := map[string]struct {
+		cr   *v1alpha1.EtcdCluster
+		want string
+	}{
+		"FourMembers":      {cr: newEtcdCluster(ns, "four", etcdNew, 4), want: "members must be 1, 3, 5 or 7"},
+		"LeadingV":         {cr: newEtcdCluster(ns, "leading-v", "v3.6.16", 3), want: "without a leading v"},
+		"UnknownMinor":     {cr: newEtcdCluster(ns, "unknown", "3.9.0", 3), want: "3.5, 3.6 or 3.7"},
+		"RetentionNoMode":  {cr: withSettings(newEtcdCluster(ns, "retention", etcdNew, 3), &v1alpha1.Settings{AutoCompactionRetention: ptr.To("1h")}), want: "needs settings.autoCompactionMode"},
+		"RenewAfterExpiry": {cr: withTLS(newEtcdCluster(ns, "renew", etcdNew, 3), "1h", "2h"), want: "renewBefore must be shorter"},
+	}
+	for name, tc := range create {
+		t.Run(name, func(t *testing.T) {
+			err := env.Kube.Create(harness.Ctx(t), observeOnly(tc.cr))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("create: got %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+
+	updates := map[string]struct {
+		from, to, want string
+	}{
+		"Downgrade":       {from: etcdNew, to: etcdOld, want: "cannot be downgraded"},
+		"PatchDowngrade":  {from: etcdNew, to: "3.6.10", want: "cannot be downgraded"},
+		"TwoMinorJump":    {from: etcdOld, to: "3.7.3", want: "one minor version at a time"},
+		"NextMinorIsFine": {from: etcdOld, to: etcdNew},
+	}
+	for name, tc := range updates {
+		t.Run(name, func(t *testing.T) {
+			cr := observeOnly(newEtcdCluster(ns, strings.ToLower(name), tc.from, 3))
+			if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
+				t.Fatal(err)
+			}
+			// The provider writes the resource's status meanwhile: retry on conflicts only.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := env.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(cr), cr); err != nil {
+					return err
+				}
+				cr.Spec.ForProvider.Version = tc.to
+				return env.Kube.Update(harness.Ctx(t), cr)
+			})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("update %s to %s: %v", tc.from, tc.to, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("update %s to %s: got %v, want an error saying %q", tc.from, tc.to, err, tc.want)
+			}
+		})
+	}
+}
+
+func withSettings(cr *v1alpha1.EtcdCluster, s *v1alpha1.Settings) *v1alpha1.EtcdCluster {
+	cr.Spec.ForProvider.Settings = s
+	return cr
+}
+
+func withTLS(cr *v1alpha1.EtcdCluster, validity, renewBefore string) *v1alpha1.EtcdCluster {
+	v, _ := time.ParseDuration(validity)
+	r, _ := time.ParseDuration(renewBefore)
+	cr.Spec.ForProvider.TLS = &v1alpha1.TLS{CertificateValidity: &metav1.Duration{Duration: v}, RenewBefore: &metav1.Duration{Duration: r}}
+	return cr
+}
+
+// TestEtcdClusterRenewsCertificates gives members and clients certificates that are due for
+// renewal 30 seconds after they are issued, and waits for every member to be replaced by one
+// with a fresh certificate, and the client certificate in the Secret to be renewed.
+func TestEtcdClusterRenewsCertificates(t *testing.T) {
+	t.Parallel()
+	ns := etcdNamespace(t, "etcd-renew")
+	cr := withTLS(newEtcdCluster(ns, "certs", etcdNew, 3), "2m", "90s")
+	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	waitCluster(t, cr, clusterIs(3, etcdNew))
+	original := map[string]bool{}
+	for _, m := range cr.Status.AtProvider.Members {
+		original[m.Name] = true
+	}
+	firstClient := cr.Status.AtProvider.ClientCertificateNotAfter.Time
+	c := etcdClient(t, ns, "certs-etcd", true)
+	etcdPut(t, c, "before-renewal", "kept")
+
+	start := time.Now()
+	waitCluster(t, cr, func(cr *v1alpha1.EtcdCluster) error {
+		for _, m := range cr.Status.AtProvider.Members {
+			if original[m.Name] {
+				return fmt.Errorf("member %s still has its first certificate", m.Name)
+			}
+		}
+		if !cr.Status.AtProvider.ClientCertificateNotAfter.After(firstClient) {
+			return fmt.Errorf("the client certificate was not renewed")
+		}
+		return clusterIs(3, etcdNew)(cr)
+	})
+	t.Logf("every member replaced with a fresh certificate %s after the test saw the cluster Ready", time.Since(start).Round(time.Millisecond))
+	if got := etcdGet(t, etcdClient(t, ns, "certs-etcd", false), "before-renewal"); got != "kept" {
+		t.Errorf("before-renewal = %q, want kept", got)
+	}
+	if err := env.Kube.Delete(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+}
