@@ -2,6 +2,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -143,6 +144,12 @@ func main() {
 		lm, err := local.New(local.Options{Dir: *localMachinesDir, BinariesDir: *etcdBinariesDir, Log: log})
 		kingpin.FatalIfError(err, "Cannot set up local machines in %s", *localMachinesDir)
 		o.LocalMachines = lm
+		// Members stop with the host (or `make dev-down`); like a machine's init system
+		// after a reboot, start them again on their data.
+		// One that cannot start does not keep the provider from running: its cluster reports
+		// it unhealthy and replaces it.
+		n, err := lm.Resume(context.Background())
+		log.Info("Restarted local etcd members", "count", n, "error", err)
 		log.Info("Local machines enabled: etcd members run on this host", "dir", *localMachinesDir, "etcd-binaries", *etcdBinariesDir)
 	}
 

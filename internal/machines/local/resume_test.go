@@ -1,0 +1,51 @@
+package local
+
+import (
+	"context"
+	"syscall"
+	"testing"
+
+	"github.com/stackservices/provider-stackservices/internal/machines"
+)
+
+func TestResumeStartsStoppedMembersOnly(t *testing.T) {
+	ctx := context.Background()
+	b := newFakeBackend(t, t.TempDir())
+	for _, name := range []string{"up", "down", "never"} {
+		if _, err := b.Allocate(ctx, "c", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"up", "down"} {
+		if _, err := b.Start(ctx, "c", name, fakeConfig(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upPID, err := b.PID("c", "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downPID, err := b.PID("c", "down")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(downPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, b, "c", "down", machines.Stopped)
+
+	n, err := b.Resume(ctx)
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if n != 1 {
+		t.Errorf("Resume started %d members, want 1", n)
+	}
+	waitState(t, b, "c", "down", machines.Running)
+	if got := stateOf(t, b, "c", "never"); got != machines.Allocated {
+		t.Errorf("a machine that never ran is %s after Resume, want %s", got, machines.Allocated)
+	}
+	if pid, err := b.PID("c", "up"); err != nil || pid != upPID {
+		t.Errorf("the running member was restarted: pid %d (%v), was %d", pid, err, upPID)
+	}
+}
