@@ -50,6 +50,8 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=cluster/lib/ports.sh
 source "${REPO_ROOT}/cluster/lib/ports.sh"
+# shellcheck source=cluster/lib/members.sh
+source "${REPO_ROOT}/cluster/lib/members.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 CACHE_DIR=${CACHE_DIR:-${REPO_ROOT}/.cache}
 export CACHE_DIR
@@ -59,6 +61,10 @@ LOGS=${STATE}/logs
 INSTALLED=${STATE}/installed
 PORTS_FILE=${STATE}/ports.env
 ENV_FILE=${STATE}/e2e.env
+# The provider runs EtcdDatabase members as local processes (machines.type Local) under here,
+# with this etcd.
+MACHINES_DIR=${STATE}/machines
+E2E_ETCD_VERSION=${E2E_ETCD_VERSION:-v3.6.16}
 # Everything we run (kubectl, core, functions, the provider) talks to the e2e control plane only.
 export KUBECONFIG=${STATE}/kube/kubeconfig
 # Binaries built from the nested tools/ module, cached next to the other tools.
@@ -110,10 +116,12 @@ usage() {
 # ---------------------------------------------------------------------------------------------
 # tools
 
-KUBE_BIN='' CORE_DIR='' FN_DIR='' CLI=''
+KUBE_BIN='' CORE_DIR='' FN_DIR='' CLI='' ETCD_BINARIES=''
 resolve_tools() {
-	# Each is a cache hit (a stat) once built; a cold build of all four takes minutes.
-	"${REPO_ROOT}/cluster/tools.sh" kube crossplane-core "function-pat@${FUNCTION_PAT_VERSION}" crossplane-cli
+	# Each is a cache hit (a stat) once built; a cold build of all of them takes minutes.
+	"${REPO_ROOT}/cluster/tools.sh" kube crossplane-core "function-pat@${FUNCTION_PAT_VERSION}" crossplane-cli \
+		"etcd@${E2E_ETCD_VERSION}"
+	ETCD_BINARIES=$(dirname "$("${REPO_ROOT}/cluster/tools.sh" path "etcd@${E2E_ETCD_VERSION}")")
 	KUBE_BIN=$("${REPO_ROOT}/cluster/tools.sh" path kube)
 	CORE_DIR=$("${REPO_ROOT}/cluster/tools.sh" path crossplane-core)
 	FN_DIR=$("${REPO_ROOT}/cluster/tools.sh" path "function-pat@${FUNCTION_PAT_VERSION}")
@@ -129,6 +137,7 @@ resolve_tools() {
 
 # resolve_tools_quietly finds the binaries without building anything (for down, status, env).
 resolve_tools_quietly() {
+	ETCD_BINARIES=$(dirname "$("${REPO_ROOT}/cluster/tools.sh" path "etcd@${E2E_ETCD_VERSION}")")
 	KUBE_BIN=$("${REPO_ROOT}/cluster/tools.sh" path kube)
 	CORE_DIR=$("${REPO_ROOT}/cluster/tools.sh" path crossplane-core)
 	FN_DIR=$("${REPO_ROOT}/cluster/tools.sh" path "function-pat@${FUNCTION_PAT_VERSION}")
@@ -587,7 +596,8 @@ start_provider() {
 	start provider "$(log_of provider)" "${STATE}/bin/provider" \
 		--metrics-bind-address="127.0.0.1:${PROVIDER_METRICS_PORT}" \
 		--health-probe-bind-address="127.0.0.1:${PROVIDER_HEALTH_PORT}" \
-		--poll="${E2E_PROVIDER_POLL}" --debug
+		--poll="${E2E_PROVIDER_POLL}" --debug \
+		--enable-local-machines --local-machines-dir="${MACHINES_DIR}" --etcd-binaries-dir="${ETCD_BINARIES}"
 	wait_for "the provider's /readyz" http_ok "http://127.0.0.1:${PROVIDER_HEALTH_PORT}/readyz"
 }
 
@@ -1026,6 +1036,8 @@ cmd_down() {
 		for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
 			stop "${COMPONENTS[i]}"
 		done
+		# Members outlive the provider (their own session): stop what EtcdDatabases left.
+		stop_members "${MACHINES_DIR}"
 		RUN_DIR=${STATE} "${REPO_ROOT}/cluster/kube.sh" down 7>&-
 	fi
 	if ${purge}; then
