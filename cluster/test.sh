@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # cluster/test.sh: everything `make test` runs, with the real servers it needs.
 #
-# Brings up (building on first use) the Kubernetes binaries the integration tests start per run,
-# the local OpenStack (Keystone, Neutron, Swift with S3) and versitygw (a second S3 server); runs the unit tests, the integration tests against the real servers
-# and the package build; then stops what it started. Servers that were already running (a
+# Runs the unit tests and renders the configuration's Compositions offline with `crossplane
+# render` (test/render); brings up (building on first use) the Kubernetes binaries the
+# integration tests start per run, the etcd versions the EtcdCluster tests run, the local
+# OpenStack (Keystone, Neutron, Swift with S3) and versitygw (a second S3 server); runs the
+# integration tests against the real servers, the package build and the end-to-end tests
+# through a real Crossplane; then stops what it started. Servers that were already running (a
 # `make dev` session) are left running. Every step prints how long it took.
 #
 # Environment: GO_TEST_FLAGS (extra flags for go test), TEST_RUN (a -run pattern for the
@@ -72,8 +75,17 @@ integration() {
 	fi
 }
 
+render() {
+	cluster/tools.sh crossplane-cli crossplane-core function-pat
+	CROSSPLANE_CLI=$(cluster/tools.sh path crossplane-cli) \
+		CROSSPLANE_CORE="$(cluster/tools.sh path crossplane-core)/crossplane" \
+		FUNCTION_PAT_BINARY="$(cluster/tools.sh path function-pat)/function" \
+		go test -count=1 -tags render "${go_test_flags[@]}" ./test/render/...
+}
+
 mkdir -p _output
 step "unit tests" unit
+step "composition render tests" render
 # The etcd versions the EtcdCluster tests run (an upgrade goes from the first to the second).
 step "etcd binaries" cluster/tools.sh etcd@v3.5.35 etcd@v3.6.16
 ETCD_BINARIES_DIR=$(dirname "$(cluster/tools.sh path etcd@v3.6.16)")
