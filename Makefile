@@ -1,7 +1,7 @@
 # provider-stackservices
 #
-#   make dev          local control plane + OpenStack, the provider running, examples applied
-#   make test         unit + integration tests against real servers, and the package build
+#   make dev          OpenStack + a real Crossplane with both packages installed, examples and claims Ready
+#   make test         unit, render, integration and e2e tests against real servers, and the package build
 #   make reviewable   generate, lint, vet, unit tests; fails on generated-code drift
 #   make xpkg         the provider package under _output/xpkg (no Docker needed)
 
@@ -74,7 +74,7 @@ unit: ## Unit tests (no servers needed).
 reviewable: check-generated lint unit ## What must be green before every commit.
 
 .PHONY: test
-test: ## Unit and integration tests against real Kubernetes and OpenStack, and the package build.
+test: ## Unit, render, integration and e2e tests against real servers, and the package build.
 	cluster/test.sh
 
 .PHONY: xpkg
@@ -89,7 +89,7 @@ e2e: ## End-to-end tests: both packages installed by a real Crossplane, claims a
 	cluster/e2e-run.sh
 
 .PHONY: dev
-dev: ## Control plane + OpenStack up, provider running, examples Ready.
+dev: ## OpenStack + Crossplane up, both packages installed, examples and claims Ready.
 	cluster/dev.sh up
 
 .PHONY: dev-down

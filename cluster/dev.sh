@@ -2,31 +2,32 @@
 # cluster/dev.sh: the local development loop behind `make dev`.
 #
 # Usage:
-#   cluster/dev.sh up     control plane + OpenStack up, CRDs installed, provider running (built
-#                         from this tree), credentials and examples applied; waits until every
-#                         example managed resource is Ready
-#   cluster/dev.sh down   stop the provider, the control plane and OpenStack (data is kept)
+#   cluster/dev.sh up          OpenStack up, and a real Crossplane (its own control plane, an
+#                              OCI registry on 127.0.0.1, core) with the provider and
+#                              configuration packages built from this tree installed through
+#                              the package manager, the provider binary running as a local
+#                              process; credentials, every example managed resource and every
+#                              claim of examples/claims applied; waits until all are Ready
+#   cluster/dev.sh down        stop all of it (data is kept, etcd members too: they start
+#                              again with the provider)
 #   cluster/dev.sh status
+#   cluster/dev.sh kubeconfig  print the path of the control plane's kubeconfig
 #
-# The provider runs as a local process (there is no kubelet here) against the control plane of
-# cluster/kube.sh, logging to $RUN_DIR/provider/provider.log. Its metrics and probe listeners
-# take free ports. The credentials Secret is written from the test bed's clouds.yaml; nothing
-# secret is committed.
+# It is the stack the e2e tests run (cluster/lib/crossplane.sh, cluster/e2e.sh) with its state
+# in $RUN_DIR/dev, so `make test` can run its own beside it. Running `up` again after a change
+# rebuilds the packages and the provider and installs them again. The credentials Secret is
+# written from the test bed's clouds.yaml; nothing secret is committed.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=cluster/lib/ports.sh
-source "${REPO_ROOT}/cluster/lib/ports.sh"
-# shellcheck source=cluster/lib/members.sh
-source "${REPO_ROOT}/cluster/lib/members.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
-STATE=${RUN_DIR}/provider
-BIN=${REPO_ROOT}/_output/bin/dev/provider
 DEV_POLL=${DEV_POLL:-15s}
-# EtcdClusters of machines.type Local run their members under here, with this etcd.
-MACHINES_DIR=${RUN_DIR}/machines
-DEV_ETCD_VERSION=${DEV_ETCD_VERSION:-v3.6.16}
 READY_TIMEOUT=${READY_TIMEOUT:-180}
+# cluster/e2e.sh keeps the stack in $RUN_DIR/e2e: dev's is $RUN_DIR/dev/e2e.
+DEV_RUN=${RUN_DIR}/dev
+export E2E_PROVIDER_POLL=${DEV_POLL}
+# shellcheck source=cluster/lib/crossplane.sh
+source "${REPO_ROOT}/cluster/lib/crossplane.sh"
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 die() {
@@ -34,24 +35,8 @@ die() {
 	exit 1
 }
 
-kubectl_() { "$(cluster/tools.sh path kube)/kubectl" --kubeconfig "$(cluster/kube.sh kubeconfig)" "$@"; }
-
-provider_running() {
-	[[ -f ${STATE}/provider.pid ]] && kill -0 "$(cat "${STATE}/provider.pid")" 2>/dev/null
-}
-
-stop_provider() {
-	provider_running || return 0
-	local pid
-	pid=$(cat "${STATE}/provider.pid")
-	kill -TERM "${pid}" 2>/dev/null || true
-	for _ in $(seq 1 50); do
-		kill -0 "${pid}" 2>/dev/null || break
-		sleep 0.2
-	done
-	kill -KILL "${pid}" 2>/dev/null || true
-	rm -f "${STATE}/provider.pid"
-}
+kubeconfig() { echo "${DEV_RUN}/e2e/kube/kubeconfig"; }
+kubectl_() { "$(cluster/tools.sh path kube)/kubectl" --kubeconfig "$(kubeconfig)" "$@"; }
 
 credentials() {
 	# shellcheck disable=SC1090
@@ -116,13 +101,17 @@ demo_server() {
 	log "demo server ${server}: node dev-web-1 (role=web), port on dev-net"
 }
 
+# wait_ready waits until every managed resource and every claim is Ready.
 wait_ready() {
-	local deadline=$((SECONDS + READY_TIMEOUT)) pending
+	local deadline=$((SECONDS + READY_TIMEOUT)) pending kind
 	while :; do
-		pending=$(kubectl_ get managed -A -o jsonpath='{range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -v '=True$' || true)
+		pending=''
+		for kind in managed claim; do
+			pending+=$(kubectl_ get "${kind}" -A -o jsonpath='{range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -v '=True$' || true)
+		done
 		[[ -z ${pending} ]] && return 0
 		if ((SECONDS > deadline)); then
-			kubectl_ get managed -A -o wide >&2 || true
+			kubectl_ get managed,claim -A -o wide >&2 || true
 			die "not Ready after ${READY_TIMEOUT}s: ${pending//$'\n'/ }"
 		fi
 		sleep 2
@@ -131,37 +120,30 @@ wait_ready() {
 
 cmd_up() {
 	local start=${SECONDS}
-	cluster/kube.sh up
 	cluster/openstack.sh up
-	log "installing CRDs"
-	kubectl_ apply --server-side -f package/crds >/dev/null
-	kubectl_ wait --for=condition=Established --timeout=60s -f package/crds >/dev/null
+	RUN_DIR=${DEV_RUN} crossplane_up no-smoke
 	credentials
 	demo_server
-	start_provider
-	log "applying examples/ (claims need Crossplane: see make e2e)"
-	find examples -name '*.yaml' -not -path 'examples/claims/*' -print0 | sort -z | xargs -0 -n1 -I{} "$(cluster/tools.sh path kube)/kubectl" --kubeconfig "$(cluster/kube.sh kubeconfig)" apply -f {}
+	log "applying examples/"
+	kubectl_ create namespace shop --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
+	# Configs first, claims last: they need the ClusterProviderConfig.
+	local d
+	for d in providerconfig network objectstorage etcd claims; do
+		kubectl_ apply -f "examples/${d}"
+	done
 	wait_ready
-	kubectl_ get managed -A
-	log "up in $((SECONDS - start))s. kubeconfig: $(cluster/kube.sh kubeconfig); provider log: ${STATE}/provider.log"
+	kubectl_ get managed,claim -A
+	log "up in $((SECONDS - start))s. kubeconfig: $(kubeconfig); provider log: ${DEV_RUN}/e2e/logs/provider.log"
 	log "OpenStack CLI: source $(cluster/openstack.sh env); openstack --os-cloud demo port show dev-web-1"
 }
 
 cmd_down() {
-	stop_provider
-	# The provider starts them again (same data) at its next start.
-	stop_members "${MACHINES_DIR}"
-	cluster/kube.sh down
+	RUN_DIR=${DEV_RUN} cluster/e2e.sh down
 	cluster/openstack.sh down
 }
 
 cmd_status() {
-	if provider_running; then
-		echo "provider   running (pid $(cat "${STATE}/provider.pid")), log ${STATE}/provider.log"
-	else
-		echo "provider   stopped"
-	fi
-	cluster/kube.sh status || true
+	RUN_DIR=${DEV_RUN} cluster/e2e.sh status || true
 	cluster/openstack.sh status || true
 }
 
@@ -170,6 +152,7 @@ case "${1:-}" in
 up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
+kubeconfig) kubeconfig ;;
 *)
 	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
 	exit 2

@@ -25,14 +25,9 @@ trap cleanup EXIT
 
 read -r -a go_test_flags <<<"${GO_TEST_FLAGS:-}"
 
-provider_xpkg=$(cluster/xpkg.sh)
-configuration_xpkg=$(cluster/xpkg.sh configuration)
-cluster/tools.sh crossplane-core function-pat
-cluster/e2e.sh up
-cluster/e2e.sh install-function
-cluster/e2e.sh install-provider "${provider_xpkg}" _output/bin/linux_amd64/provider
-cluster/e2e.sh smoke
-cluster/e2e.sh install-configuration "${configuration_xpkg}"
+# shellcheck source=cluster/lib/crossplane.sh
+source cluster/lib/crossplane.sh
+crossplane_up smoke
 
 set -a
 # shellcheck disable=SC1090
