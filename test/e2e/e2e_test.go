@@ -140,6 +140,22 @@ func (e *env) waitReady(t *testing.T, u *unstructured.Unstructured, timeout time
 	return got
 }
 
+// deleteClaim deletes a claim and waits until it is gone (its composed resources with it).
+func (e *env) deleteClaim(t *testing.T, claim *unstructured.Unstructured) {
+	t.Helper()
+	ctx := harness.Ctx(t)
+	if err := e.kube.Delete(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 3*time.Minute, "claim "+claim.GetName()+" gone", func() error {
+		err := e.kube.Get(ctx, client.ObjectKeyFromObject(claim), claim.DeepCopy())
+		if err == nil {
+			return fmt.Errorf("still exists")
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
+
 func (e *env) setUp(t *testing.T) {
 	t.Helper()
 	ctx := harness.Ctx(t)
@@ -282,16 +298,7 @@ func TestObjectBucketClaim(t *testing.T) {
 	}
 
 	// Delete the claim: Retain is the default, so the bucket and its object stay.
-	if err := e.kube.Delete(ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, 3*time.Minute, "claim gone", func() error {
-		err := e.kube.Get(ctx, client.ObjectKeyFromObject(claim), claim.DeepCopy())
-		if err == nil {
-			return fmt.Errorf("still exists")
-		}
-		return client.IgnoreNotFound(err)
-	})
+	e.deleteClaim(t, claim)
 	admin, err := s3ForDemo(t, e)
 	if err != nil {
 		t.Fatal(err)
@@ -339,14 +346,5 @@ func TestClaimSaysWhyItIsNotReady(t *testing.T) {
 		}
 		return fmt.Errorf("status.bucket.conditions: %v", conds)
 	})
-	if err := e.kube.Delete(ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, 3*time.Minute, "claim gone", func() error {
-		err := e.kube.Get(ctx, client.ObjectKeyFromObject(claim), claim.DeepCopy())
-		if err == nil {
-			return fmt.Errorf("still exists")
-		}
-		return client.IgnoreNotFound(err)
-	})
+	e.deleteClaim(t, claim)
 }

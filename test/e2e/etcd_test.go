@@ -81,16 +81,7 @@ func TestEtcdDatabaseClaim(t *testing.T) {
 		t.Errorf("after scaling in: %v", err)
 	}
 
-	if err := e.kube.Delete(ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, 3*time.Minute, "claim gone", func() error {
-		err := e.kube.Get(ctx, client.ObjectKeyFromObject(claim), claim.DeepCopy())
-		if err == nil {
-			return fmt.Errorf("still exists")
-		}
-		return client.IgnoreNotFound(err)
-	})
+	e.deleteClaim(t, claim)
 	harness.Eventually(t, time.Minute, "the cluster is gone with the claim", func() error {
 		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
