@@ -86,8 +86,8 @@ render() {
 mkdir -p _output
 step "unit tests" unit
 step "composition render tests" render
-# The etcd versions the EtcdCluster tests run (an upgrade goes from the first to the second).
-step "etcd binaries" cluster/tools.sh etcd@v3.5.35 etcd@v3.6.16
+# The etcd versions the EtcdCluster tests run (upgrades go from each to the next).
+step "etcd binaries" cluster/tools.sh etcd@v3.5.35 etcd@v3.6.16 etcd@v3.7.3
 ETCD_BINARIES_DIR=$(dirname "$(cluster/tools.sh path etcd@v3.6.16)")
 step "kubernetes binaries" cluster/tools.sh kube
 if ! cluster/openstack.sh status >/dev/null 2>&1; then

@@ -101,7 +101,7 @@ func Start(o Options) (*Env, error) {
 
 	etcdBinaries := os.Getenv("ETCD_BINARIES_DIR")
 	if etcdBinaries == "" {
-		return nil, fmt.Errorf("ETCD_BINARIES_DIR is not set: build etcd with `cluster/tools.sh etcd@v3.5.35 etcd@v3.6.16` and set it to $(dirname $(cluster/tools.sh path etcd))")
+		return nil, fmt.Errorf("ETCD_BINARIES_DIR is not set: build etcd with `cluster/tools.sh etcd@v3.5.35 etcd@v3.6.16 etcd@v3.7.3` and set it to $(dirname $(cluster/tools.sh path etcd))")
 	}
 	// cluster/test.sh names a project-local parent, so that it can stop members a test run
 	// that was killed left behind.

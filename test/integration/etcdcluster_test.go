@@ -342,6 +342,31 @@ func TestEtcdClusterScales(t *testing.T) {
 			t.Errorf("after scaling to %d: before-scaling = %q, want kept", n, got)
 		}
 	}
+
+	// Paused, a change waits: someone works on the cluster by hand.
+	env.Mutate(t, client.ObjectKeyFromObject(cr), cr, func() {
+		cr.Spec.ForProvider.Paused = true
+		cr.Spec.ForProvider.Members = 1
+	})
+	harness.Eventually(t, 30*time.Second, "phase Paused", func() error {
+		if err := env.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(cr), cr); err != nil {
+			return err
+		}
+		if cr.Status.AtProvider.Phase != v1alpha1.PhasePaused {
+			return fmt.Errorf("phase %s", cr.Status.AtProvider.Phase)
+		}
+		return nil
+	})
+	time.Sleep(3 * poll)
+	if err := env.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(cr), cr); err != nil {
+		t.Fatal(err)
+	}
+	if err := clusterIs(3, etcdNew)(cr); err != nil && !strings.Contains(err.Error(), "phase Paused") {
+		t.Errorf("paused cluster changed: %v", err)
+	}
+	env.Mutate(t, client.ObjectKeyFromObject(cr), cr, func() { cr.Spec.ForProvider.Paused = false })
+	waitCluster(t, cr, clusterIs(1, etcdNew))
+
 	if err := env.Kube.Delete(harness.Ctx(t), cr); err != nil {
 		t.Fatal(err)
 	}
@@ -607,6 +632,69 @@ func TestEtcdClusterUpgradesTwoMinorsInARow(t *testing.T) {
 	}
 	if got := etcdGet(t, c, "k099"); got != "v" {
 		t.Errorf("k099 = %q after two upgrades", got)
+	}
+	if err := env.Kube.Delete(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+}
+
+// TestEtcdClusterQuorumLossIsReportedNotForced kills two of three members: the provider must
+// say that quorum is lost, remove nothing and force nothing, and the cluster must come back
+// with its data once the members run again.
+func TestEtcdClusterQuorumLossIsReportedNotForced(t *testing.T) {
+	t.Parallel()
+	ns := etcdNamespace(t, "etcd-quorum")
+	cr := newEtcdCluster(ns, "fragile", etcdNew, 3)
+	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	waitCluster(t, cr, clusterIs(3, etcdNew))
+	c := etcdClient(t, ns, "fragile-etcd", false)
+	etcdPut(t, c, "before-the-outage", "kept")
+
+	pids := memberPIDs(t, cr)
+	killed := 0
+	for name, pid := range pids {
+		if killed == 2 {
+			break
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill %s: %v", name, err)
+		}
+		killed++
+	}
+	key := client.ObjectKeyFromObject(cr)
+	harness.Eventually(t, time.Minute, "quorum loss reported", func() error {
+		if err := env.Kube.Get(harness.Ctx(t), key, cr); err != nil {
+			return err
+		}
+		if cr.Status.AtProvider.Phase != v1alpha1.PhaseQuorumLost {
+			return fmt.Errorf("phase %s", cr.Status.AtProvider.Phase)
+		}
+		synced := cr.GetCondition(xpv2.TypeSynced)
+		if synced.Status != "False" || !strings.Contains(synced.Message, "quorum lost") {
+			return fmt.Errorf("Synced %s: %q", synced.Status, synced.Message)
+		}
+		return nil
+	})
+	// Well past replaceUnhealthyAfter: still nothing removed or added.
+	time.Sleep(3 * cr.Spec.ForProvider.ReplaceUnhealthyAfter.Duration)
+	if err := env.Kube.Get(harness.Ctx(t), key, cr); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(cr.Status.AtProvider.Members); got != 3 {
+		t.Errorf("%d members while quorum is lost, want the same 3: %+v", got, cr.Status.AtProvider.Members)
+	}
+	t.Logf("while quorum is lost: %s", cr.GetCondition(xpv2.TypeSynced).Message)
+
+	// The members come back (what a host does after a reboot): the cluster is whole again.
+	if _, err := env.Machines.Resume(harness.Ctx(t), string(cr.GetUID())); err != nil {
+		t.Fatal(err)
+	}
+	waitCluster(t, cr, clusterIs(3, etcdNew))
+	if got := etcdGet(t, c, "before-the-outage"); got != "kept" {
+		t.Errorf("before-the-outage = %q, want kept", got)
 	}
 	if err := env.Kube.Delete(harness.Ctx(t), cr); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"path/filepath"
+	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -13,8 +14,9 @@ const errFmtResume = "cannot restart the member of local machine %s of cluster %
 // what a machine's init system does after a reboot. The provider calls it once when it starts,
 // because local members stop with the host (or `make dev-down`) and nothing else brings them
 // back; a member that dies while the provider runs is left dead, for the EtcdCluster to
-// replace. It returns how many members it started.
-func (b *Backend) Resume(ctx context.Context) (int, error) {
+// replace. With clusters named, only their members are started. It returns how many members
+// it started.
+func (b *Backend) Resume(ctx context.Context, clusters ...string) (int, error) {
 	all, err := readAll(b.dir)
 	if err != nil {
 		return 0, err
@@ -22,6 +24,9 @@ func (b *Backend) Resume(ctx context.Context) (int, error) {
 	started := 0
 	for _, r := range all {
 		if r.PID == 0 || len(r.Command) == 0 || isOurs(r) {
+			continue
+		}
+		if len(clusters) > 0 && !slices.Contains(clusters, r.Cluster) {
 			continue
 		}
 		if err := b.resume(ctx, r); err != nil {

@@ -49,3 +49,31 @@ func TestResumeStartsStoppedMembersOnly(t *testing.T) {
 		t.Errorf("the running member was restarted: pid %d (%v), was %d", pid, err, upPID)
 	}
 }
+
+func TestResumeOnlyTheClustersNamed(t *testing.T) {
+	ctx := context.Background()
+	b := newFakeBackend(t, t.TempDir())
+	for _, cluster := range []string{"a", "b"} {
+		if _, err := b.Allocate(ctx, cluster, "m"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Start(ctx, cluster, "m", fakeConfig("m")); err != nil {
+			t.Fatal(err)
+		}
+		pid, err := b.PID(cluster, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, b, cluster, "m", machines.Stopped)
+	}
+	if n, err := b.Resume(ctx, "a"); err != nil || n != 1 {
+		t.Fatalf("Resume(a) = %d, %v; want 1 member started", n, err)
+	}
+	waitState(t, b, "a", "m", machines.Running)
+	if got := stateOf(t, b, "b", "m"); got != machines.Stopped {
+		t.Errorf("cluster b's member is %s after Resume(a), want %s", got, machines.Stopped)
+	}
+}
