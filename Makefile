@@ -105,4 +105,6 @@ test-bed: ## Only bring the real servers up (for running tests by hand).
 bench: ## Benchmarks against the real servers; ratios to a floor measured in the same run.
 	cluster/tools.sh kube
 	cluster/openstack.sh up
-	source "$$(cluster/openstack.sh env)" && go test -tags integration -run '^$$' -bench . -benchtime 50x ./internal/...
+	cluster/tools.sh etcd@v3.6.16
+	source "$$(cluster/openstack.sh env)" && ETCD_BINARIES_DIR=$$(dirname "$$(cluster/tools.sh path etcd@v3.6.16)") \
+		go test -tags integration -run '^$$' -bench . -benchtime 50x ./internal/...
