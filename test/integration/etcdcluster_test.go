@@ -395,7 +395,9 @@ func TestEtcdClusterReplacesAKilledMember(t *testing.T) {
 	waitCluster(t, cr, func(cr *v1alpha1.EtcdCluster) error {
 		for _, m := range cr.Status.AtProvider.Members {
 			if m.Name == victim {
-				return fmt.Errorf("the killed member %s is still a member", victim)
+				// Everything the provider says, for a failure to be diagnosable from the log.
+				return fmt.Errorf("the killed member %s is still a member (phase %s, next step %q, Synced %q, members %+v)",
+					victim, cr.Status.AtProvider.Phase, cr.Status.AtProvider.NextStep, cr.GetCondition(xpv2.TypeSynced).Message, cr.Status.AtProvider.Members)
 			}
 		}
 		return clusterIs(3, etcdNew)(cr)
