@@ -292,7 +292,7 @@ func (p *plan) shape() (Action, bool) {
 		return p.removeOne(candidates, phase)
 	case n < want:
 		phase := PhaseScaling
-		if p.healing() {
+		if p.d.Healing {
 			phase = PhaseHealing
 		}
 		return Action{Type: AddMember, Version: p.joinVersion(), Phase: phase,
@@ -312,10 +312,6 @@ func (p *plan) refusedUpgrade() error {
 	oldest, newest := p.versionRange()
 	return CheckUpgradePath(oldest, newest, p.d.Version)
 }
-
-// healing: the cluster is smaller than asked because the provider removed a dead member (the
-// last status still lists it as unhealthy) rather than because someone asked for more.
-func (p *plan) healing() bool { return p.d.Healing }
 
 // removeOne removes one of the candidates that is not the leader, or moves leadership away
 // from the leader when it is the only candidate.
