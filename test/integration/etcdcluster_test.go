@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,6 +106,26 @@ func waitCluster(t *testing.T, cr *v1alpha1.EtcdCluster, check func(*v1alpha1.Et
 // would. autoSync follows membership changes (as long-lived etcd clients do).
 func etcdClient(t *testing.T, ns, secret string, autoSync bool) *clientv3.Client {
 	t.Helper()
+	cfg := etcdConfig(t, ns, secret)
+	if autoSync {
+		cfg.AutoSyncInterval = time.Second
+	}
+	return connect(t, cfg)
+}
+
+func connect(t *testing.T, cfg clientv3.Config) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatalf("cannot connect with the connection Secret: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// etcdConfig is a client configuration made of nothing but the connection Secret.
+func etcdConfig(t *testing.T, ns, secret string) clientv3.Config {
+	t.Helper()
 	s := &corev1.Secret{}
 	harness.Eventually(t, 30*time.Second, "connection Secret "+secret, func() error {
 		return env.Kube.Get(harness.Ctx(t), client.ObjectKey{Namespace: ns, Name: secret}, s)
@@ -122,21 +143,45 @@ func etcdClient(t *testing.T, ns, secret string, autoSync bool) *clientv3.Client
 	if !pool.AppendCertsFromPEM(s.Data[v1alpha1.ConnectionCACert]) {
 		t.Fatal("ca.crt of the connection Secret holds no certificate")
 	}
-	cfg := clientv3.Config{
+	return clientv3.Config{
 		Endpoints:   strings.Split(string(s.Data[v1alpha1.ConnectionEndpoints]), ","),
 		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
 	}
-	if autoSync {
-		cfg.AutoSyncInterval = time.Second
+}
+
+// leadFromNewest hands leadership to the member with the highest number in its name (a
+// leader change etcd makes by itself as well) and returns that member once status says it
+// leads.
+func leadFromNewest(t *testing.T, cr *v1alpha1.EtcdCluster, secret string) v1alpha1.MemberObservation {
+	t.Helper()
+	ms := cr.Status.AtProvider.Members
+	newest := ms[len(ms)-1]
+	for _, m := range ms {
+		if !m.Leader || m.Name == newest.Name {
+			continue
+		}
+		to, err := strconv.ParseUint(newest.ID, 16, 64)
+		if err != nil {
+			t.Fatalf("member ID %q: %v", newest.ID, err)
+		}
+		cfg := etcdConfig(t, cr.GetNamespace(), secret)
+		// Only the leader accepts the request.
+		cfg.Endpoints = []string{m.ClientURL}
+		ctx, cancel := context.WithTimeout(harness.Ctx(t), 10*time.Second)
+		defer cancel()
+		if _, err := connect(t, cfg).MoveLeader(ctx, to); err != nil {
+			t.Fatalf("move leadership from %s to %s: %v", m.Name, newest.Name, err)
+		}
 	}
-	c, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatalf("cannot connect with the connection Secret: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	waitCluster(t, cr, func(cr *v1alpha1.EtcdCluster) error {
+		if cr.Status.AtProvider.Leader != newest.Name {
+			return fmt.Errorf("leader is %q, want %s", cr.Status.AtProvider.Leader, newest.Name)
+		}
+		return nil
+	})
+	return newest
 }
 
 func etcdPut(t *testing.T, c *clientv3.Client, k, v string) {
@@ -386,24 +431,26 @@ func TestEtcdClusterReplacesAKilledMember(t *testing.T) {
 	c := etcdClient(t, ns, "sessions-etcd", true)
 	etcdPut(t, c, "before-the-crash", "kept")
 
-	victim := cr.Status.AtProvider.Leader
-	pid := memberPIDs(t, cr)[victim]
+	// The victim leads, and it is the newest member: its replacement gets the number after
+	// the victim's, the one a careless naming would give again.
+	victim := leadFromNewest(t, cr, "sessions-etcd")
+	pid := memberPIDs(t, cr)[victim.Name]
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
 	waitCluster(t, cr, func(cr *v1alpha1.EtcdCluster) error {
 		for _, m := range cr.Status.AtProvider.Members {
-			if m.Name == victim {
+			if m.Name == victim.Name || m.ID == victim.ID {
 				// Everything the provider says, for a failure to be diagnosable from the log.
-				return fmt.Errorf("the killed member %s is still a member (phase %s, next step %q, Synced %q, members %+v)",
-					victim, cr.Status.AtProvider.Phase, cr.Status.AtProvider.NextStep, cr.GetCondition(xpv2.TypeSynced).Message, cr.Status.AtProvider.Members)
+				return fmt.Errorf("the killed member %s (ID %s) is still a member, or its name was given again (phase %s, next step %q, Synced %q, members %+v)",
+					victim.Name, victim.ID, cr.Status.AtProvider.Phase, cr.Status.AtProvider.NextStep, cr.GetCondition(xpv2.TypeSynced).Message, cr.Status.AtProvider.Members)
 			}
 		}
 		return clusterIs(3, etcdNew)(cr)
 	})
 	t.Logf("killed leader %s replaced in %s (of which %s is the replaceUnhealthyAfter threshold)",
-		victim, time.Since(killed).Round(time.Millisecond), cr.Spec.ForProvider.ReplaceUnhealthyAfter.Duration)
+		victim.Name, time.Since(killed).Round(time.Millisecond), cr.Spec.ForProvider.ReplaceUnhealthyAfter.Duration)
 	if got := etcdGet(t, c, "before-the-crash"); got != "kept" {
 		t.Errorf("before-the-crash = %q, want kept", got)
 	}

@@ -182,6 +182,10 @@ type EtcdClusterObservation struct {
 	// ClientCertificateNotAfter is when the client certificate in the connection Secret
 	// expires (it is renewed before).
 	ClientCertificateNotAfter *metav1.Time `json:"clientCertificateNotAfter,omitempty"`
+	// LastMemberIndex is the number of the newest member's name (<name>-<n>). Members that
+	// join get the next number, so that no name is ever given twice: a replacement never
+	// passes for the member it replaced in events, logs or this status.
+	LastMemberIndex int64 `json:"lastMemberIndex,omitempty"`
 }
 
 // An EtcdClusterSpec defines the desired state of an EtcdCluster.

@@ -79,13 +79,53 @@ func TestInitialCluster(t *testing.T) {
 }
 
 func TestNextName(t *testing.T) {
-	cr := cluster("db", v1alpha1.EtcdClusterParameters{})
-	// A name a removed member had (in the last status) is never given again: a new member
-	// with an old name would confuse anyone reading events and logs.
-	cr.Status.AtProvider.Members = []v1alpha1.MemberObservation{{Name: "db-7"}}
-	o := &observation{members: []member{{plan: etcd.Member{Name: "db-0"}}, {plan: etcd.Member{Name: "db-3"}}, {plan: etcd.Member{Name: "odd"}}}}
-	if got := nextName(cr, o); got != "db-8" {
-		t.Errorf("nextName(...) = %q, want db-8", got)
+	observed := func(names ...string) *observation {
+		o := &observation{}
+		for _, n := range names {
+			o.members = append(o.members, member{plan: etcd.Member{Name: n}})
+		}
+		return o
+	}
+	cases := map[string]struct {
+		last     int64
+		status   []string
+		observed *observation
+		want     string
+	}{
+		"OneMoreThanTheHighestObserved": {
+			observed: observed("db-0", "db-3", "odd"),
+			want:     "db-4",
+		},
+		// A removed member's name, still in the last status, is not given again: a new
+		// member with an old name would pass for the old one in events and logs.
+		"NotANameTheLastStatusHas": {
+			status:   []string{"db-7"},
+			observed: observed("db-0", "db-3"),
+			want:     "db-8",
+		},
+		// The dead member a replacement is for was removed in the same Update, which wrote
+		// status since: only the recorded index remembers it.
+		"NotANameRemovedInThisUpdate": {
+			last:     2,
+			status:   []string{"db-0", "db-1"},
+			observed: observed("db-0", "db-1"),
+			want:     "db-3",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cr := cluster("db", v1alpha1.EtcdClusterParameters{})
+			cr.Status.AtProvider.LastMemberIndex = tc.last
+			for _, n := range tc.status {
+				cr.Status.AtProvider.Members = append(cr.Status.AtProvider.Members, v1alpha1.MemberObservation{Name: n})
+			}
+			if got := nextName(cr, tc.observed); got != tc.want {
+				t.Errorf("nextName(...) = %q, want %q", got, tc.want)
+			}
+			if got, want := cr.Status.AtProvider.LastMemberIndex, nameIndex(tc.want); got != want {
+				t.Errorf("status.atProvider.lastMemberIndex = %d, want %d", got, want)
+			}
+		})
 	}
 }
 

@@ -234,26 +234,29 @@ func initialCluster(members []etcdclient.Member, joiningID uint64, joiningName, 
 }
 
 // nextName is a name no member or machine of the cluster had: the resource's name and one
-// more than the highest index in use.
+// more than the highest index ever given, which it records in status. The members observed
+// now are not enough: a member removed a moment ago (the dead one a replacement is for) is
+// in neither the observation nor, once Update's loop observed again, the status.
 func nextName(cr *v1alpha1.EtcdCluster, o *observation) string {
-	highest := -1
+	highest := cr.Status.AtProvider.LastMemberIndex
 	for _, m := range o.members {
 		highest = max(highest, nameIndex(m.plan.Name))
 	}
 	for _, m := range cr.Status.AtProvider.Members {
 		highest = max(highest, nameIndex(m.Name))
 	}
+	cr.Status.AtProvider.LastMemberIndex = highest + 1
 	return fmt.Sprintf("%s-%d", cr.GetName(), highest+1)
 }
 
 // nameIndex is the number after the last dash of a member name, or -1.
-func nameIndex(name string) int {
+func nameIndex(name string) int64 {
 	i := strings.LastIndexByte(name, '-')
 	if i < 0 {
 		return -1
 	}
-	n, err := strconv.Atoi(name[i+1:])
-	if err != nil {
+	n, err := strconv.ParseInt(name[i+1:], 10, 64)
+	if err != nil || n < 0 {
 		return -1
 	}
 	return n

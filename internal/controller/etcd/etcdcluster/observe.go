@@ -1,9 +1,11 @@
 package etcdcluster
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -280,13 +282,7 @@ func previousUnhealthy(cr *v1alpha1.EtcdCluster) map[string]time.Time {
 func compareNames(a, b string) int {
 	ia, ib := nameIndex(a), nameIndex(b)
 	if ia != ib && ia >= 0 && ib >= 0 {
-		return ia - ib
+		return cmp.Compare(ia, ib)
 	}
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return strings.Compare(a, b)
 }
