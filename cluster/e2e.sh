@@ -52,6 +52,8 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "${REPO_ROOT}/cluster/lib/ports.sh"
 # shellcheck source=cluster/lib/members.sh
 source "${REPO_ROOT}/cluster/lib/members.sh"
+# shellcheck source=cluster/lib/daemon.sh
+source "${REPO_ROOT}/cluster/lib/daemon.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 CACHE_DIR=${CACHE_DIR:-${REPO_ROOT}/.cache}
 export CACHE_DIR
@@ -267,16 +269,9 @@ start() {
 	running "${name}" && return 0
 	log "starting ${name}"
 	setsid "${bin}" "$@" </dev/null >>"${logf}" 2>&1 7>&- &
-	local pid=$! i argv0
+	local pid=$!
 	echo "${pid} ${bin##*/}" >"$(pid_file "${name}")"
-	# Until setsid has exec'd the binary, /proc shows "setsid": a check in that window
-	# would take the component for dead. Wait (briefly) for the exec.
-	for ((i = 0; i < 50; i++)); do
-		argv0=
-		IFS= read -r -d '' argv0 <"/proc/${pid}/cmdline" 2>/dev/null || true
-		[[ ${argv0##*/} == setsid ]] || break
-		sleep 0.05
-	done
+	await_exec "${pid}" "${bin##*/}"
 }
 
 # stop NAME sends TERM, waits up to 15 s (the provider drains in-flight reconciles), then KILLs.

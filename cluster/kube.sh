@@ -22,6 +22,8 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=cluster/lib/ports.sh
 source "${REPO_ROOT}/cluster/lib/ports.sh"
+# shellcheck source=cluster/lib/daemon.sh
+source "${REPO_ROOT}/cluster/lib/daemon.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 STATE=${RUN_DIR}/kube
 PKI=${STATE}/pki
@@ -206,6 +208,7 @@ start() {
 	log "starting ${name}"
 	setsid "${BIN_DIR}/${name}" "$@" </dev/null >>"${LOGS}/${name}.log" 2>&1 8>&- &
 	echo $! >"$(pid_file "${name}")"
+	await_exec $! "${name}"
 }
 
 # stop NAME sends TERM, waits up to 20 s for a clean exit (etcd flushes, apiserver drains), then

@@ -30,6 +30,8 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=cluster/lib/ports.sh
 source "${REPO_ROOT}/cluster/lib/ports.sh"
+# shellcheck source=cluster/lib/daemon.sh
+source "${REPO_ROOT}/cluster/lib/daemon.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 STATE=${RUN_DIR}/versitygw
 PORTS_FILE=${STATE}/ports.env
@@ -169,6 +171,7 @@ start() {
 		"${STATE}/data" \
 		</dev/null >>"${LOG_FILE}" 2>&1 8>&- &
 	echo $! >"${PID_FILE}"
+	await_exec $! versitygw
 }
 
 # stop sends TERM, waits up to 20 s for a clean exit, then KILLs.

@@ -207,10 +207,13 @@ func etcdGet(t *testing.T, c *clientv3.Client, k string) string {
 	return string(r.Kvs[0].Value)
 }
 
-func etcdNamespace(t *testing.T, name string) string {
+// etcdNamespace creates a namespace named after prefix, unique in the run: this apiserver has
+// no namespace controller, so a namespace of an earlier -count iteration is never gone.
+func etcdNamespace(t *testing.T, prefix string) string {
 	t.Helper()
+	name := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%100000)
 	if err := env.Kube.Create(harness.Ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("cannot create namespace %s: %v", name, err)
 	}
 	return name
 }

@@ -168,6 +168,7 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s se
 		names[i] = fmt.Sprintf("%s-%d", cr.GetName(), i)
 		wanted[names[i]] = true
 	}
+	cr.Status.AtProvider.LastMemberIndex = int64(len(names) - 1)
 	// Machines of an earlier attempt with another size would name members the new initial
 	// cluster does not know.
 	for _, m := range existing {
@@ -234,9 +235,10 @@ func initialCluster(members []etcdclient.Member, joiningID uint64, joiningName, 
 }
 
 // nextName is a name no member or machine of the cluster had: the resource's name and one
-// more than the highest index ever given, which it records in status. The members observed
-// now are not enough: a member removed a moment ago (the dead one a replacement is for) is
-// in neither the observation nor, once Update's loop observed again, the status.
+// more than the highest index ever given or seen, which it records in status. The members
+// observed now are not enough: a member removed a moment ago (the dead one a replacement is
+// for) is in neither the observation nor, once Update's loop observed again, the status
+// member list; bootstrap and writeStatus keep status.atProvider.lastMemberIndex for it.
 func nextName(cr *v1alpha1.EtcdCluster, o *observation) string {
 	highest := cr.Status.AtProvider.LastMemberIndex
 	for _, m := range o.members {

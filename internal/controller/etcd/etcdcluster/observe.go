@@ -233,6 +233,9 @@ func (o *observation) writeStatus(cr *v1alpha1.EtcdCluster) {
 	var oldest etcd.Version
 	at.Members = make([]v1alpha1.MemberObservation, 0, len(o.members))
 	for _, m := range o.members {
+		// Every name seen is remembered, so a member removed later (the dead one a
+		// replacement is for) never lends its name to a new one.
+		at.LastMemberIndex = max(at.LastMemberIndex, nameIndex(m.plan.Name))
 		mo := v1alpha1.MemberObservation{
 			Name: m.plan.Name, PeerURL: m.peerURL, ClientURL: m.clientURL, Learner: m.plan.Learner,
 			Healthy: m.plan.Healthy, Leader: m.plan.ID != 0 && m.plan.ID == o.leader,
