@@ -207,11 +207,10 @@ func etcdGet(t *testing.T, c *clientv3.Client, k string) string {
 	return string(r.Kvs[0].Value)
 }
 
-// etcdNamespace creates a namespace named after prefix, unique in the run: this apiserver has
-// no namespace controller, so a namespace of an earlier -count iteration is never gone.
+// etcdNamespace creates a bare namespace (no OpenStack ProviderConfig) named after prefix.
 func etcdNamespace(t *testing.T, prefix string) string {
 	t.Helper()
-	name := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%100000)
+	name := uniqueName(prefix)
 	if err := env.Kube.Create(harness.Ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatalf("cannot create namespace %s: %v", name, err)
 	}
@@ -328,6 +327,10 @@ func TestEtcdClusterCreateUseDelete(t *testing.T) {
 
 	if got, want := meta.GetExternalName(cr), cr.Status.AtProvider.ClusterID; got != want || got == "" {
 		t.Errorf("external name %q, want the cluster ID %q", got, want)
+	}
+	// Bootstrap gave orders-0..2: the next member to join must be orders-3.
+	if got := cr.Status.AtProvider.LastMemberIndex; got != 2 {
+		t.Errorf("status.atProvider.lastMemberIndex = %d after bootstrapping 3 members, want 2", got)
 	}
 	c := etcdClient(t, ns, "orders-etcd", false)
 	etcdPut(t, c, "greeting", "hello")

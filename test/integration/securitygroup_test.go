@@ -40,11 +40,17 @@ func newNamespace(t *testing.T) string {
 	if len(name) > 50 {
 		name = name[:50]
 	}
-	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
+	name = uniqueName(strings.Trim(name, "-"))
 	if err := env.NewNamespace(harness.Ctx(t), name); err != nil {
 		t.Fatalf("cannot create namespace %s: %v", name, err)
 	}
 	return name
+}
+
+// uniqueName is prefix with a suffix that differs between runs and -count iterations: this
+// apiserver has no namespace controller, so an earlier iteration's namespace is never gone.
+func uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%100000)
 }
 
 func rule(dir, et, proto string, min, max int32, prefix string) v1alpha1.SecurityGroupRule {

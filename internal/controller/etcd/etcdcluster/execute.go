@@ -168,7 +168,8 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s se
 		names[i] = fmt.Sprintf("%s-%d", cr.GetName(), i)
 		wanted[names[i]] = true
 	}
-	cr.Status.AtProvider.LastMemberIndex = int64(len(names) - 1)
+	// max: an earlier, larger attempt may have given higher names already.
+	cr.Status.AtProvider.LastMemberIndex = max(cr.Status.AtProvider.LastMemberIndex, int64(len(names)-1))
 	// Machines of an earlier attempt with another size would name members the new initial
 	// cluster does not know.
 	for _, m := range existing {
@@ -237,15 +238,12 @@ func initialCluster(members []etcdclient.Member, joiningID uint64, joiningName, 
 // nextName is a name no member or machine of the cluster had: the resource's name and one
 // more than the highest index ever given or seen, which it records in status. The members
 // observed now are not enough: a member removed a moment ago (the dead one a replacement is
-// for) is in neither the observation nor, once Update's loop observed again, the status
-// member list; bootstrap and writeStatus keep status.atProvider.lastMemberIndex for it.
+// for) is gone from the observation, so bootstrap and writeStatus keep
+// status.atProvider.lastMemberIndex for it.
 func nextName(cr *v1alpha1.EtcdCluster, o *observation) string {
 	highest := cr.Status.AtProvider.LastMemberIndex
 	for _, m := range o.members {
 		highest = max(highest, nameIndex(m.plan.Name))
-	}
-	for _, m := range cr.Status.AtProvider.Members {
-		highest = max(highest, nameIndex(m.Name))
 	}
 	cr.Status.AtProvider.LastMemberIndex = highest + 1
 	return fmt.Sprintf("%s-%d", cr.GetName(), highest+1)
