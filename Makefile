@@ -31,7 +31,10 @@ tools: $(CONTROLLER_GEN) $(ANGRYJET) $(STATICCHECK) ## Build the code generators
 
 .PHONY: generate
 generate: tools ## Regenerate deepcopy, method sets and CRDs.
-	rm -f apis/*/zz_generated.*.go apis/*/*/zz_generated.*.go
+	# Method sets are regenerated in place, not removed first: the hand-written reference
+	# resolvers (apis/*/v1alpha1/references.go) need them for the packages to load. A method
+	# set left over from a removed type fails to compile, so it cannot go unnoticed.
+	rm -f apis/*/zz_generated.deepcopy.go apis/*/*/zz_generated.deepcopy.go apis/*/*/zz_generated.resolvers.go
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(ANGRYJET) generate-methodsets --header-file=hack/boilerplate.go.txt ./apis/...
 	rm -rf package/crds

@@ -100,6 +100,46 @@ type ClusterProviderConfigSpec struct {
 
 	// Credentials to authenticate to OpenStack: a clouds.yaml entry or a whole clouds.yaml.
 	Credentials ClusterCredentials `json:"credentials"`
+
+	// Tenancy opens, to the namespaces it lists, what reaches beyond a namespace. Without it,
+	// managed resources using this config stay within their namespace and the credentials'
+	// own user: SecurityGroupAttachments cannot select the Nodes of the cluster the provider
+	// runs in, and Contracts cannot name another Keystone user or project.
+	// +optional
+	Tenancy *Tenancy `json:"tenancy,omitempty"`
+}
+
+// Tenancy lists the namespaces allowed to reach beyond their own namespace through a
+// ClusterProviderConfig. "*" stands for every namespace.
+type Tenancy struct {
+	// HostNodeNamespaces may have SecurityGroupAttachments whose nodeSelector picks the Nodes
+	// of the cluster the provider runs in (and so open ports on the servers behind them).
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	// +listType=set
+	// +optional
+	HostNodeNamespaces []string `json:"hostNodeNamespaces,omitempty"`
+
+	// ContractOwnerNamespaces may have Contracts that set userID or projectID: keys for
+	// another Keystone user or project than the credentials' own, which the credentials may
+	// manage.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	// +listType=set
+	// +optional
+	ContractOwnerNamespaces []string `json:"contractOwnerNamespaces,omitempty"`
+}
+
+// Allows reports whether namespaces lists ns (or "*").
+func Allows(namespaces []string, ns string) bool {
+	for _, n := range namespaces {
+		if n == "*" || n == ns {
+			return true
+		}
+	}
+	return false
 }
 
 // ClusterCredentials are the credentials a ClusterProviderConfig may use.

@@ -65,8 +65,12 @@ func s3ForDemo(t *testing.T, e *env) (*s3.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := creds.CreateEC2Credential(ctx, user, project)
+	access, secret, err := openstack.NewEC2Keys()
 	if err != nil {
+		return nil, err
+	}
+	c := openstack.EC2Credential{Access: access, Secret: secret, UserID: user, ProjectID: project}
+	if err := creds.CreateEC2Credential(ctx, c); err != nil {
 		return nil, err
 	}
 	t.Cleanup(func() { _ = creds.DeleteEC2Credential(context.Background(), user, c.Access) })

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -37,6 +38,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis"
 	"github.com/stackservices/provider-stackservices/apis/v1alpha1"
@@ -245,6 +247,32 @@ func (e *Env) NewNamespace(ctx context.Context, name string) error {
 		}
 	}
 	return nil
+}
+
+// NewClusterConfig creates a ClusterProviderConfig named name with the demo credentials of
+// namespace ns (made by NewNamespace) and the tenancy supplied, and deletes it when the test
+// ends. Tests use one per namespace, so that what one opens to its namespace opens nothing to
+// another test's.
+func (e *Env) NewClusterConfig(t testing.TB, name, ns string, tenancy *v1alpha1.Tenancy) {
+	t.Helper()
+	cpc := &v1alpha1.ClusterProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.ClusterProviderConfigSpec{
+			CloudSettings: v1alpha1.CloudSettings{Cloud: CloudDemo},
+			Credentials: v1alpha1.ClusterCredentials{
+				Source: xpv2.CredentialsSourceSecret,
+				CommonCredentialSelectors: xpv2.CommonCredentialSelectors{SecretRef: &xpv2.SecretKeySelector{
+					SecretReference: xpv2.SecretReference{Namespace: ns, Name: "openstack-credentials"},
+					Key:             "clouds.yaml",
+				}},
+			},
+			Tenancy: tenancy,
+		},
+	}
+	if err := e.Kube.Create(Ctx(t), cpc); err != nil {
+		t.Fatalf("cannot create the ClusterProviderConfig %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = e.Kube.Delete(context.Background(), cpc) })
 }
 
 // AdminIdentity returns an identity v3 client logged in as the test bed's admin.

@@ -24,6 +24,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	apisv1alpha1 "github.com/stackservices/provider-stackservices/apis/v1alpha1"
 	"github.com/stackservices/provider-stackservices/test/harness"
 )
 
@@ -47,6 +48,9 @@ func newWorld(t *testing.T, ns string) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The attachments of these tests select the test cluster's own Nodes: the platform's
+	// consent, for this namespace only.
+	env.NewClusterConfig(t, hostNodesConfig(ns), ns, &apisv1alpha1.Tenancy{HostNodeNamespaces: []string{ns}})
 	w := &world{t: t, ns: ns, network: net.ID, servers: map[string]*fakeServer{}}
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -146,12 +150,15 @@ func newAttachment(ns, name string, p v1alpha1.SecurityGroupAttachmentParameters
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.SecurityGroupAttachmentSpec{
 			ManagedResourceSpec: xpv2.ManagedResourceSpec{
-				ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"},
+				ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: hostNodesConfig(ns)},
 			},
 			ForProvider: p,
 		},
 	}
 }
+
+// hostNodesConfig names the ClusterProviderConfig newWorld makes for namespace ns.
+func hostNodesConfig(ns string) string { return "nodes-" + ns }
 
 func getAttachment(t *testing.T, key client.ObjectKey) *v1alpha1.SecurityGroupAttachment {
 	t.Helper()
@@ -215,7 +222,7 @@ func TestAttachmentFollowsTheNodeSelector(t *testing.T) {
 	stranger := w.server(ns+"-other", 1, map[string]string{"pool": "someone-else"}, false)
 
 	att := newAttachment(ns, "workers", v1alpha1.SecurityGroupAttachmentParameters{
-		SecurityGroupRef: &xpv2.NamespacedReference{Name: "workers"},
+		SecurityGroupRef: &xpv2.Reference{Name: "workers"},
 		NodeSelector:     &metav1.LabelSelector{MatchLabels: pool},
 	})
 	if err := env.Kube.Create(ctx, att); err != nil {
@@ -375,7 +382,7 @@ func TestDeletingGroupAndAttachmentTogether(t *testing.T) {
 	s := w.server(ns+"-1", 1, map[string]string{"pool": ns}, false)
 
 	att := newAttachment(ns, "fw", v1alpha1.SecurityGroupAttachmentParameters{
-		SecurityGroupRef: &xpv2.NamespacedReference{Name: "fw"},
+		SecurityGroupRef: &xpv2.Reference{Name: "fw"},
 		NodeSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"pool": ns}},
 	})
 	if err := env.Kube.Create(ctx, att); err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/stackservices/provider-stackservices/apis/common"
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/etcd/pki"
 	"github.com/stackservices/provider-stackservices/internal/machines"
@@ -53,7 +54,7 @@ func newEtcdCluster(ns, name, version string, members int32) *v1alpha1.EtcdClust
 				Version:               version,
 				Members:               members,
 				Machines:              v1alpha1.Machines{Type: v1alpha1.MachinesLocal},
-				ReplaceUnhealthyAfter: &metav1.Duration{Duration: 5 * time.Second},
+				ReplaceUnhealthyAfter: ptr.To(common.Duration("5s")),
 			},
 		},
 	}
@@ -456,7 +457,7 @@ func TestEtcdClusterReplacesAKilledMember(t *testing.T) {
 		return clusterIs(3, etcdNew)(cr)
 	})
 	t.Logf("killed leader %s replaced in %s (of which %s is the replaceUnhealthyAfter threshold)",
-		victim.Name, time.Since(killed).Round(time.Millisecond), cr.Spec.ForProvider.ReplaceUnhealthyAfter.Duration)
+		victim.Name, time.Since(killed).Round(time.Millisecond), *cr.Spec.ForProvider.ReplaceUnhealthyAfter)
 	if got := etcdGet(t, c, "before-the-crash"); got != "kept" {
 		t.Errorf("before-the-crash = %q, want kept", got)
 	}
@@ -614,9 +615,7 @@ func withSettings(cr *v1alpha1.EtcdCluster, s *v1alpha1.Settings) *v1alpha1.Etcd
 }
 
 func withTLS(cr *v1alpha1.EtcdCluster, validity, renewBefore string) *v1alpha1.EtcdCluster {
-	v, _ := time.ParseDuration(validity)
-	r, _ := time.ParseDuration(renewBefore)
-	cr.Spec.ForProvider.TLS = &v1alpha1.TLS{CertificateValidity: &metav1.Duration{Duration: v}, RenewBefore: &metav1.Duration{Duration: r}}
+	cr.Spec.ForProvider.TLS = &v1alpha1.TLS{CertificateValidity: ptr.To(common.Duration(validity)), RenewBefore: ptr.To(common.Duration(renewBefore))}
 	return cr
 }
 
@@ -734,7 +733,7 @@ func TestEtcdClusterQuorumLossIsReportedNotForced(t *testing.T) {
 		return nil
 	})
 	// Well past replaceUnhealthyAfter: still nothing removed or added.
-	time.Sleep(3 * cr.Spec.ForProvider.ReplaceUnhealthyAfter.Duration)
+	time.Sleep(3 * 5 * time.Second) // three times replaceUnhealthyAfter
 	if err := env.Kube.Get(harness.Ctx(t), key, cr); err != nil {
 		t.Fatal(err)
 	}

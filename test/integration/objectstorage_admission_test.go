@@ -22,7 +22,7 @@ import (
 func TestBucketAdmission(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	contract := &xpv2.NamespacedReference{Name: "c"}
+	contract := &xpv2.Reference{Name: "c"}
 	cases := map[string]struct {
 		p    v1alpha1.BucketParameters
 		want string

@@ -25,6 +25,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/stackservices/provider-stackservices/apis/common"
 	"github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/s3"
 	"github.com/stackservices/provider-stackservices/test/harness"
@@ -154,7 +155,7 @@ func TestContractKeysWorkAndRotateWithoutAGap(t *testing.T) {
 	ns := newNamespace(t)
 
 	c, cfg := readyContract(t, ns, "app", v1alpha1.ContractParameters{
-		Rotation: &v1alpha1.KeyRotation{GracePeriod: &metav1.Duration{Duration: 8 * time.Second}},
+		Rotation: &v1alpha1.KeyRotation{GracePeriod: ptr.To(common.Duration("8s"))},
 	})
 	if c.Status.AtProvider.AccessKeyID != cfg.AccessKeyID || meta.GetExternalName(c) != cfg.AccessKeyID {
 		t.Fatalf("status access key %q, external name %q, Secret %q: want one key", c.Status.AtProvider.AccessKeyID, meta.GetExternalName(c), cfg.AccessKeyID)
@@ -258,7 +259,7 @@ func TestBucketOnSwift(t *testing.T) {
 
 	b := newBucket(ns, "assets", v1alpha1.BucketParameters{
 		BucketName:  ptr.To(name),
-		ContractRef: &xpv2.NamespacedReference{Name: "owner"},
+		ContractRef: &xpv2.Reference{Name: "owner"},
 		CannedACL:   ptr.To("public-read"),
 		Versioning:  ptr.To("Enabled"),
 	})
@@ -362,7 +363,7 @@ func TestBucketEmptyIsDeleted(t *testing.T) {
 	ns := newNamespace(t)
 	readyContract(t, ns, "c", v1alpha1.ContractParameters{})
 	name := bucketName(ns, "plain")
-	b := newBucket(ns, "plain", v1alpha1.BucketParameters{BucketName: ptr.To(name), ContractRef: &xpv2.NamespacedReference{Name: "c"}})
+	b := newBucket(ns, "plain", v1alpha1.BucketParameters{BucketName: ptr.To(name), ContractRef: &xpv2.Reference{Name: "c"}})
 	b.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "plain-bucket"}
 	if err := env.Kube.Create(ctx, b); err != nil {
 		t.Fatal(err)
@@ -611,7 +612,7 @@ func TestBucketSteadyStateCalls(t *testing.T) {
 
 	swiftName, vgwName := bucketName(ns, "steady-swift"), bucketName(ns, "steady-vgw")
 	buckets := []*v1alpha1.Bucket{
-		newBucket(ns, "swift", v1alpha1.BucketParameters{BucketName: ptr.To(swiftName), ContractRef: &xpv2.NamespacedReference{Name: "c"}, CannedACL: ptr.To("private"), Versioning: ptr.To("Enabled")}),
+		newBucket(ns, "swift", v1alpha1.BucketParameters{BucketName: ptr.To(swiftName), ContractRef: &xpv2.Reference{Name: "c"}, CannedACL: ptr.To("private"), Versioning: ptr.To("Enabled")}),
 		newBucket(ns, "vgw", v1alpha1.BucketParameters{BucketName: ptr.To(vgwName), CredentialsSecretRef: &xpv2.LocalSecretReference{Name: "vgw"}, CannedACL: ptr.To("private"), Versioning: ptr.To("Enabled"),
 			Policy: &apiextensionsv1.JSON{Raw: []byte(policyFor(vgwName, os.Getenv("VGW_ACCESS_KEY"), "s3:GetObject"))}}),
 	}

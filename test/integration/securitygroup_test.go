@@ -470,7 +470,7 @@ func TestSecurityGroupRemoteGroupReference(t *testing.T) {
 		Rules: []v1alpha1.SecurityGroupRule{{
 			Direction: "ingress", EtherType: "IPv4", Protocol: ptr.To("tcp"),
 			PortRangeMin: ptr.To[int32](8080), PortRangeMax: ptr.To[int32](8080),
-			RemoteGroupRef: &xpv2.NamespacedReference{Name: "lb"},
+			RemoteGroupRef: &xpv2.Reference{Name: "lb"},
 		}},
 	})
 	// The referencing group first: it waits for the referenced one to have an ID.

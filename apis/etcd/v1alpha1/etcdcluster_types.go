@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/stackservices/provider-stackservices/apis/common"
 )
 
 // Keys of an EtcdCluster's connection Secret: what etcdctl and clientv3 need.
@@ -40,17 +42,18 @@ type Machines struct {
 // need certificates it signed.
 // +kubebuilder:validation:XValidation:rule="!has(self.certificateValidity) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.certificateValidity)",message="tls.renewBefore must be shorter than tls.certificateValidity, or certificates would be renewed as soon as they are issued"
 type TLS struct {
-	// CertificateValidity of the member and client certificates. Defaults to 8760h (a year).
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$')",message="a duration such as 720h, 90m or 1h30m"
+	// CertificateValidity of the member and client certificates. Defaults to 8760h (a year);
+	// between 1m and 87600h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('87600h')",message="tls.certificateValidity must be between 1m and 87600h"
 	// +optional
-	CertificateValidity *metav1.Duration `json:"certificateValidity,omitempty"`
+	CertificateValidity *common.Duration `json:"certificateValidity,omitempty"`
 
 	// RenewBefore: a member whose certificate expires within this is replaced by a member
 	// with a fresh certificate (one at a time, like a rolling upgrade), and the client
 	// certificate in the connection Secret is renewed. Defaults to 720h (30 days).
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$')",message="a duration such as 720h, 90m or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('87600h')",message="tls.renewBefore must be at most 87600h"
 	// +optional
-	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+	RenewBefore *common.Duration `json:"renewBefore,omitempty"`
 }
 
 // Settings are the etcd server settings users tune.
@@ -71,7 +74,6 @@ type Settings struct {
 
 	// AutoCompactionRetention: a duration such as 1h for periodic compaction, a number of
 	// revisions such as 10000 for revision compaction.
-	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+|([0-9]+(\.[0-9]+)?(h|m|s))+)$`
 	// +optional
 	AutoCompactionRetention *string `json:"autoCompactionRetention,omitempty"`
@@ -117,10 +119,10 @@ type EtcdClusterParameters struct {
 	Settings *Settings `json:"settings,omitempty"`
 
 	// ReplaceUnhealthyAfter: a member that is unhealthy for longer than this is replaced by a
-	// new one, as long as the cluster keeps quorum. Defaults to 2m.
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$')",message="a duration such as 720h, 90m or 1h30m"
+	// new one, as long as the cluster keeps quorum. Defaults to 2m; between 1s and 8760h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="replaceUnhealthyAfter must be between 1s and 8760h"
 	// +optional
-	ReplaceUnhealthyAfter *metav1.Duration `json:"replaceUnhealthyAfter,omitempty"`
+	ReplaceUnhealthyAfter *common.Duration `json:"replaceUnhealthyAfter,omitempty"`
 
 	// Paused stops every change to the cluster (membership, machines, certificates) while
 	// someone works on it by hand. Observation and the connection Secret continue.

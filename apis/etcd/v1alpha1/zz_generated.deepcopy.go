@@ -21,7 +21,7 @@ limitations under the License.
 package v1alpha1
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/stackservices/provider-stackservices/apis/common"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -131,7 +131,7 @@ func (in *EtcdClusterParameters) DeepCopyInto(out *EtcdClusterParameters) {
 	}
 	if in.ReplaceUnhealthyAfter != nil {
 		in, out := &in.ReplaceUnhealthyAfter, &out.ReplaceUnhealthyAfter
-		*out = new(v1.Duration)
+		*out = new(common.Duration)
 		**out = **in
 	}
 }
@@ -258,12 +258,12 @@ func (in *TLS) DeepCopyInto(out *TLS) {
 	*out = *in
 	if in.CertificateValidity != nil {
 		in, out := &in.CertificateValidity, &out.CertificateValidity
-		*out = new(v1.Duration)
+		*out = new(common.Duration)
 		**out = **in
 	}
 	if in.RenewBefore != nil {
 		in, out := &in.RenewBefore, &out.RenewBefore
-		*out = new(v1.Duration)
+		*out = new(common.Duration)
 		**out = **in
 	}
 }

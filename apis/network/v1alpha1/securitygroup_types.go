@@ -67,20 +67,19 @@ type SecurityGroupRule struct {
 	RemoteIPPrefix *string `json:"remoteIPPrefix,omitempty"`
 
 	// RemoteGroupID is the ID of a security group whose members the rule matches.
-	// +crossplane:generate:reference:type=SecurityGroup
-	// +crossplane:generate:reference:refFieldName=RemoteGroupRef
-	// +crossplane:generate:reference:selectorFieldName=RemoteGroupSelector
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	RemoteGroupID *string `json:"remoteGroupID,omitempty"`
 
-	// RemoteGroupRef references a SecurityGroup to fill in remoteGroupID.
+	// RemoteGroupRef references a SecurityGroup in this namespace to fill in remoteGroupID;
+	// it may name the rule's own SecurityGroup. Until it resolves the rule is not created
+	// (never as "any address") and the group is not Ready.
 	// +optional
-	RemoteGroupRef *xpv2.NamespacedReference `json:"remoteGroupRef,omitempty"`
+	RemoteGroupRef *xpv2.Reference `json:"remoteGroupRef,omitempty"`
 
-	// RemoteGroupSelector selects a SecurityGroup to fill in remoteGroupID.
+	// RemoteGroupSelector selects a SecurityGroup in this namespace to fill in remoteGroupID.
 	// +optional
-	RemoteGroupSelector *xpv2.NamespacedSelector `json:"remoteGroupSelector,omitempty"`
+	RemoteGroupSelector *xpv2.Selector `json:"remoteGroupSelector,omitempty"`
 
 	// Description of the rule. Neutron cannot change a rule, so a description is written when
 	// the rule is created; changing only the description does not replace the rule.

@@ -21,20 +21,19 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.securityGroupID) || has(self.securityGroupRef) || has(self.securityGroupSelector)",message="set securityGroupID, securityGroupRef or securityGroupSelector"
 type SecurityGroupAttachmentParameters struct {
 	// SecurityGroupID is the Neutron UUID of the security group to attach.
-	// +crossplane:generate:reference:type=SecurityGroup
-	// +crossplane:generate:reference:refFieldName=SecurityGroupRef
-	// +crossplane:generate:reference:selectorFieldName=SecurityGroupSelector
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	SecurityGroupID *string `json:"securityGroupID,omitempty"`
 
-	// SecurityGroupRef references a SecurityGroup to fill in securityGroupID.
+	// SecurityGroupRef references a SecurityGroup in this namespace to fill in
+	// securityGroupID.
 	// +optional
-	SecurityGroupRef *xpv2.NamespacedReference `json:"securityGroupRef,omitempty"`
+	SecurityGroupRef *xpv2.Reference `json:"securityGroupRef,omitempty"`
 
-	// SecurityGroupSelector selects a SecurityGroup to fill in securityGroupID.
+	// SecurityGroupSelector selects a SecurityGroup in this namespace to fill in
+	// securityGroupID.
 	// +optional
-	SecurityGroupSelector *xpv2.NamespacedSelector `json:"securityGroupSelector,omitempty"`
+	SecurityGroupSelector *xpv2.Selector `json:"securityGroupSelector,omitempty"`
 
 	// NodeSelector picks the Kubernetes nodes whose servers get the group. A node is mapped to
 	// its server by spec.providerID (openstack:///<uuid>), else by status.nodeInfo.systemUUID.

@@ -169,12 +169,12 @@ func (in *SecurityGroupAttachmentParameters) DeepCopyInto(out *SecurityGroupAtta
 	}
 	if in.SecurityGroupRef != nil {
 		in, out := &in.SecurityGroupRef, &out.SecurityGroupRef
-		*out = new(v2.NamespacedReference)
+		*out = new(v2.Reference)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.SecurityGroupSelector != nil {
 		in, out := &in.SecurityGroupSelector, &out.SecurityGroupSelector
-		*out = new(v2.NamespacedSelector)
+		*out = new(v2.Selector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.NodeSelector != nil {
@@ -382,12 +382,12 @@ func (in *SecurityGroupRule) DeepCopyInto(out *SecurityGroupRule) {
 	}
 	if in.RemoteGroupRef != nil {
 		in, out := &in.RemoteGroupRef, &out.RemoteGroupRef
-		*out = new(v2.NamespacedReference)
+		*out = new(v2.Reference)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.RemoteGroupSelector != nil {
 		in, out := &in.RemoteGroupSelector, &out.RemoteGroupSelector
-		*out = new(v2.NamespacedSelector)
+		*out = new(v2.Selector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.Description != nil {

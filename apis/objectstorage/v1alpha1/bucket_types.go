@@ -40,20 +40,16 @@ type BucketParameters struct {
 
 	// ContractName is the Contract (in this namespace) whose keys the provider uses for the
 	// bucket, and which owns it.
-	// +crossplane:generate:reference:type=Contract
-	// +crossplane:generate:reference:extractor=github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1.ContractName()
-	// +crossplane:generate:reference:refFieldName=ContractRef
-	// +crossplane:generate:reference:selectorFieldName=ContractSelector
 	// +optional
 	ContractName *string `json:"contractName,omitempty"`
 
-	// ContractRef references the Contract to fill in contractName.
+	// ContractRef references the Contract, in this namespace, to fill in contractName.
 	// +optional
-	ContractRef *xpv2.NamespacedReference `json:"contractRef,omitempty"`
+	ContractRef *xpv2.Reference `json:"contractRef,omitempty"`
 
-	// ContractSelector selects the Contract to fill in contractName.
+	// ContractSelector selects the Contract, in this namespace, to fill in contractName.
 	// +optional
-	ContractSelector *xpv2.NamespacedSelector `json:"contractSelector,omitempty"`
+	ContractSelector *xpv2.Selector `json:"contractSelector,omitempty"`
 
 	// CredentialsSecretRef names a Secret in this namespace with the keys a Contract's
 	// connection Secret has (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT,
@@ -113,6 +109,13 @@ type BucketParameters struct {
 	// +kubebuilder:validation:Enum=Enabled;Suspended
 	// +optional
 	Versioning *string `json:"versioning,omitempty"`
+
+	// AdoptExisting manages a bucket of this name that already exists in the account of the
+	// credentials (one this resource did not create: a retained bucket, say), with every
+	// object it holds; an Event says it was adopted. Without it such a bucket is left alone and
+	// the Bucket reports it. A bucket of another account is never adopted.
+	// +optional
+	AdoptExisting bool `json:"adoptExisting,omitempty"`
 
 	// ForceDestroy deletes every object (and version) when the bucket is deleted. Without it
 	// a bucket that holds objects is never deleted: the condition says it is not empty.

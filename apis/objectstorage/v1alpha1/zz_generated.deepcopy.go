@@ -22,8 +22,8 @@ package v1alpha1
 
 import (
 	"github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/stackservices/provider-stackservices/apis/common"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -126,12 +126,12 @@ func (in *BucketParameters) DeepCopyInto(out *BucketParameters) {
 	}
 	if in.ContractRef != nil {
 		in, out := &in.ContractRef, &out.ContractRef
-		*out = new(v2.NamespacedReference)
+		*out = new(v2.Reference)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.ContractSelector != nil {
 		in, out := &in.ContractSelector, &out.ContractSelector
-		*out = new(v2.NamespacedSelector)
+		*out = new(v2.Selector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.CredentialsSecretRef != nil {
@@ -400,12 +400,12 @@ func (in *KeyRotation) DeepCopyInto(out *KeyRotation) {
 	*out = *in
 	if in.Period != nil {
 		in, out := &in.Period, &out.Period
-		*out = new(metav1.Duration)
+		*out = new(common.Duration)
 		**out = **in
 	}
 	if in.GracePeriod != nil {
 		in, out := &in.GracePeriod, &out.GracePeriod
-		*out = new(metav1.Duration)
+		*out = new(common.Duration)
 		**out = **in
 	}
 	if in.Request != nil {

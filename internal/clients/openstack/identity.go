@@ -2,6 +2,9 @@ package openstack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,7 +39,11 @@ type EC2Credential struct {
 type EC2Credentials interface {
 	// WhoAmI returns the user and project the session authenticated as.
 	WhoAmI() (userID, projectID string, err error)
-	CreateEC2Credential(ctx context.Context, userID, projectID string) (*EC2Credential, error)
+	// CreateEC2Credential creates the credential with the access and secret keys it holds
+	// (see NewEC2Keys): the caller chooses them, so it can record the access key before the
+	// credential exists, and a create interrupted by a crash leaves nothing it cannot find.
+	// Creating a credential that exists already is not an error.
+	CreateEC2Credential(ctx context.Context, c EC2Credential) error
 	// GetEC2Credential returns the credential, secret included (Keystone returns it to the
 	// owner), or an error for which IsNotFound is true.
 	GetEC2Credential(ctx context.Context, userID, access string) (*EC2Credential, error)
@@ -66,15 +73,33 @@ func (k *keystone) WhoAmI() (string, string, error) {
 	return u.ID, p.ID, nil
 }
 
-func (k *keystone) CreateEC2Credential(ctx context.Context, userID, projectID string) (*EC2Credential, error) {
-	var body struct {
-		Credential EC2Credential `json:"credential"`
-	}
-	_, err := k.c.Post(ctx, k.c.ServiceURL("users", userID, "credentials", "OS-EC2"), map[string]string{"tenant_id": projectID}, &body, &gophercloud.RequestOpts{OkCodes: []int{http.StatusCreated}})
+// CreateEC2Credential uses Keystone's generic credentials API, which (unlike OS-EC2, which
+// makes up the keys) takes the keys from the caller. Keystone derives an EC2 credential's ID
+// from its access key, so OS-EC2 reads and deletes it like any other, and a second create of
+// the same keys answers 409.
+func (k *keystone) CreateEC2Credential(ctx context.Context, c EC2Credential) error {
+	blob, err := json.Marshal(map[string]any{"access": c.Access, "secret": c.Secret, "trust_id": nil})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &body.Credential, nil
+	body := map[string]any{"credential": map[string]any{
+		"type": "ec2", "user_id": c.UserID, "project_id": c.ProjectID, "blob": string(blob),
+	}}
+	_, err = k.c.Post(ctx, k.c.ServiceURL("credentials"), body, nil, &gophercloud.RequestOpts{OkCodes: []int{http.StatusCreated}})
+	if IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// NewEC2Keys returns a fresh access and secret key, 128 bits of randomness each, spelled as
+// Keystone spells the keys it makes (32 hex digits).
+func NewEC2Keys() (access, secret string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	return hex.EncodeToString(b[:16]), hex.EncodeToString(b[16:]), nil
 }
 
 func (k *keystone) GetEC2Credential(ctx context.Context, userID, access string) (*EC2Credential, error) {

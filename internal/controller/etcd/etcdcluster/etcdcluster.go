@@ -24,6 +24,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/stackservices/provider-stackservices/apis/common"
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
@@ -153,22 +154,23 @@ func settingsOf(cr *v1alpha1.EtcdCluster) (settings, error) {
 	}
 	s := settings{
 		desired: etcd.Desired{
-			Members:               int(p.Members),
-			Version:               v,
-			Paused:                p.Paused,
-			ReplaceUnhealthyAfter: defaultReplaceUnhealty,
-			RenewBefore:           defaultRenewBefore,
+			Members:     int(p.Members),
+			Version:     v,
+			Paused:      p.Paused,
+			RenewBefore: defaultRenewBefore,
 		},
 		certValidity: defaultCertValidity,
 	}
-	if p.ReplaceUnhealthyAfter != nil {
-		s.desired.ReplaceUnhealthyAfter = p.ReplaceUnhealthyAfter.Duration
+	if s.desired.ReplaceUnhealthyAfter, err = common.DurationOr(p.ReplaceUnhealthyAfter, "spec.forProvider.replaceUnhealthyAfter", defaultReplaceUnhealty); err != nil {
+		return settings{}, err
 	}
-	if p.TLS != nil && p.TLS.CertificateValidity != nil {
-		s.certValidity = p.TLS.CertificateValidity.Duration
-	}
-	if p.TLS != nil && p.TLS.RenewBefore != nil {
-		s.desired.RenewBefore = p.TLS.RenewBefore.Duration
+	if p.TLS != nil {
+		if s.certValidity, err = common.DurationOr(p.TLS.CertificateValidity, "spec.forProvider.tls.certificateValidity", defaultCertValidity); err != nil {
+			return settings{}, err
+		}
+		if s.desired.RenewBefore, err = common.DurationOr(p.TLS.RenewBefore, "spec.forProvider.tls.renewBefore", defaultRenewBefore); err != nil {
+			return settings{}, err
+		}
 	}
 	return s, nil
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/stackservices/provider-stackservices/apis/common"
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
 	"github.com/stackservices/provider-stackservices/internal/etcd"
@@ -42,8 +44,8 @@ func TestSettingsOf(t *testing.T) {
 		"Everything": {
 			p: v1alpha1.EtcdClusterParameters{
 				Version: "3.5.35", Members: 5, Paused: true,
-				ReplaceUnhealthyAfter: &metav1.Duration{Duration: time.Minute},
-				TLS:                   &v1alpha1.TLS{CertificateValidity: &metav1.Duration{Duration: 48 * time.Hour}, RenewBefore: &metav1.Duration{Duration: 24 * time.Hour}},
+				ReplaceUnhealthyAfter: ptr.To(common.Duration("1m")),
+				TLS:                   &v1alpha1.TLS{CertificateValidity: ptr.To(common.Duration("48h")), RenewBefore: ptr.To(common.Duration("24h"))},
 			},
 			want: settings{
 				desired:      etcd.Desired{Members: 5, Version: etcd.MustParseVersion("3.5.35"), Paused: true, ReplaceUnhealthyAfter: time.Minute, RenewBefore: 24 * time.Hour},

@@ -148,29 +148,44 @@ func defaultRules() []openstack.Rule {
 	}
 }
 
-// desiredRules returns the rules the group should have, in Neutron's terms.
-func desiredRules(p v1alpha1.SecurityGroupParameters) []openstack.Rule {
-	out := make([]openstack.Rule, 0, len(p.Rules)+2)
+// desiredRules returns the rules a group whose Neutron ID is selfID should have, in Neutron's
+// terms, and the indexes of the spec's rules left out because their remote group is not known
+// yet. Such a rule is never created without its remote group: without one it would match any
+// address. A rule whose remote group is its own group gets selfID.
+func desiredRules(sg *v1alpha1.SecurityGroup, selfID string) (rules []openstack.Rule, unresolved []int) {
+	p := sg.Spec.ForProvider
+	rules = make([]openstack.Rule, 0, len(p.Rules)+2)
 	if !p.DeleteDefaultRules {
-		out = append(out, defaultRules()...)
+		rules = append(rules, defaultRules()...)
 	}
-	for _, r := range p.Rules {
+	for i, r := range p.Rules {
+		remote := r.RemoteGroupID
+		if r.RefersToItsOwnGroup(sg) {
+			remote = nil
+			if selfID != "" {
+				remote = &selfID
+			}
+		}
+		if r.HasRemoteGroup() && ptr.Deref(remote, "") == "" {
+			unresolved = append(unresolved, i)
+			continue
+		}
 		et := r.EtherType
 		if et == "" {
 			et = v1alpha1.EtherTypeIPv4
 		}
-		out = append(out, openstack.Rule{
+		rules = append(rules, openstack.Rule{
 			Direction:      r.Direction,
 			EtherType:      et,
 			Protocol:       r.Protocol,
 			PortRangeMin:   r.PortRangeMin,
 			PortRangeMax:   r.PortRangeMax,
 			RemoteIPPrefix: r.RemoteIPPrefix,
-			RemoteGroupID:  r.RemoteGroupID,
+			RemoteGroupID:  remote,
 			Description:    r.Description,
 		})
 	}
-	return out
+	return rules, unresolved
 }
 
 // ruleDiff is what it takes to turn the observed rules into the desired ones.

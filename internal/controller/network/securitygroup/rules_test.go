@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 )
@@ -141,18 +143,72 @@ func TestDiffRules(t *testing.T) {
 }
 
 func TestDesiredRules(t *testing.T) {
-	p := v1alpha1.SecurityGroupParameters{
-		DeleteDefaultRules: true,
-		Rules: []v1alpha1.SecurityGroupRule{
-			{Direction: "ingress", Protocol: ptr.To("icmp")},
+	sg := func(deleteDefaults bool, rules ...v1alpha1.SecurityGroupRule) *v1alpha1.SecurityGroup {
+		cr := &v1alpha1.SecurityGroup{Spec: v1alpha1.SecurityGroupSpec{ForProvider: v1alpha1.SecurityGroupParameters{DeleteDefaultRules: deleteDefaults, Rules: rules}}}
+		cr.SetName("db")
+		return cr
+	}
+	tcp5432 := func(ref *xpv2.Reference, sel *xpv2.Selector, id *string) v1alpha1.SecurityGroupRule {
+		return v1alpha1.SecurityGroupRule{Direction: "ingress", Protocol: ptr.To("tcp"), PortRangeMin: ptr.To[int32](5432), PortRangeMax: ptr.To[int32](5432), RemoteGroupRef: ref, RemoteGroupSelector: sel, RemoteGroupID: id}
+	}
+	want5432 := func(remote string) openstack.Rule {
+		return openstack.Rule{Direction: "ingress", EtherType: "IPv4", Protocol: ptr.To("tcp"), PortRangeMin: ptr.To[int32](5432), PortRangeMax: ptr.To[int32](5432), RemoteGroupID: ptr.To(remote)}
+	}
+	cases := map[string]struct {
+		sg             *v1alpha1.SecurityGroup
+		selfID         string
+		want           []openstack.Rule
+		wantUnresolved []int
+	}{
+		"Plain": {
+			sg:   sg(true, v1alpha1.SecurityGroupRule{Direction: "ingress", Protocol: ptr.To("icmp")}),
+			want: []openstack.Rule{{Direction: "ingress", EtherType: "IPv4", Protocol: ptr.To("icmp")}},
+		},
+		"DefaultRulesKept": {
+			sg:   sg(false),
+			want: defaultRules(),
+		},
+		"ResolvedReference": {
+			sg:   sg(true, tcp5432(&xpv2.Reference{Name: "app"}, nil, ptr.To("app-uuid"))),
+			want: []openstack.Rule{want5432("app-uuid")},
+		},
+		// Optional resolution of a missing group leaves the ID unset: the rule must not
+		// become "from anywhere".
+		"UnresolvedReferenceIsLeftOut": {
+			sg:             sg(true, v1alpha1.SecurityGroupRule{Direction: "ingress"}, tcp5432(&xpv2.Reference{Name: "app"}, nil, nil)),
+			want:           []openstack.Rule{{Direction: "ingress", EtherType: "IPv4"}},
+			wantUnresolved: []int{1},
+		},
+		"UnresolvedSelectorIsLeftOut": {
+			sg:             sg(true, tcp5432(nil, &xpv2.Selector{MatchLabels: map[string]string{"a": "b"}}, nil)),
+			want:           []openstack.Rule{},
+			wantUnresolved: []int{0},
+		},
+		"EmptyIDIsLeftOut": {
+			sg:             sg(true, tcp5432(nil, nil, ptr.To(""))),
+			want:           []openstack.Rule{},
+			wantUnresolved: []int{0},
+		},
+		"SelfReference": {
+			sg:     sg(true, tcp5432(&xpv2.Reference{Name: "db"}, nil, nil)),
+			selfID: "db-uuid",
+			want:   []openstack.Rule{want5432("db-uuid")},
+		},
+		"SelfReferenceBeforeTheGroupExists": {
+			sg:             sg(true, tcp5432(&xpv2.Reference{Name: "db"}, nil, nil)),
+			want:           []openstack.Rule{},
+			wantUnresolved: []int{0},
 		},
 	}
-	want := []openstack.Rule{{Direction: "ingress", EtherType: "IPv4", Protocol: ptr.To("icmp")}}
-	if diff := cmp.Diff(want, desiredRules(p)); diff != "" {
-		t.Errorf("desiredRules(...): -want, +got:\n%s", diff)
-	}
-	p.DeleteDefaultRules = false
-	if got := len(desiredRules(p)); got != 3 {
-		t.Errorf("desiredRules with default rules kept: got %d rules, want 3", got)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, unresolved := desiredRules(tc.sg, tc.selfID)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("desiredRules(...): -want, +got:\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantUnresolved, unresolved); diff != "" {
+				t.Errorf("desiredRules(...) unresolved: -want, +got:\n%s", diff)
+			}
+		})
 	}
 }

@@ -43,6 +43,7 @@ const (
 	reasonAdopted         = event.Reason("AdoptedSecurityGroup")
 	identityTagPrefix     = "crossplane-uid:"
 	maxPortsInUseMessages = 10
+	maxRulesInMessages    = 10
 )
 
 // Kind is the managed resource kind this package reconciles.
@@ -129,16 +130,26 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 	}
 
 	cr.Status.AtProvider = observation(sg)
-	lateInit := lateInitialize(&cr.Spec.ForProvider, sg)
+	// Fields left unset are filled in from Neutron so that an imported group is not renamed.
+	// A group this resource created already has them (its defaults): filling them in would
+	// only be a spec update racing the create's own writes.
+	lateInit := false
+	if meta.GetExternalCreateSucceeded(cr).IsZero() {
+		lateInit = lateInitialize(&cr.Spec.ForProvider, sg)
+	}
 	if meta.WasDeleted(cr) {
 		return managed.ExternalObservation{ResourceExists: true}, nil
 	}
 
+	desired, unresolved := desiredRules(cr, sg.ID)
 	upToDate := settingsUpToDate(cr, sg) &&
 		tagsUpToDate(desiredTags(cr), sg.Tags) &&
-		diffRules(desiredRules(cr.Spec.ForProvider), sg.Rules).empty()
-	// An observed-only group is usable as it is: there is nothing to bring up to date.
-	if upToDate || !mayUpdate(cr.GetManagementPolicies()) {
+		diffRules(desired, sg.Rules).empty()
+	switch {
+	case len(unresolved) > 0:
+		cr.SetConditions(xpv2.Unavailable().WithMessage(unresolvedMessage(cr, unresolved)))
+	case upToDate || !mayUpdate(cr.GetManagementPolicies()):
+		// An observed-only group is usable as it is: there is nothing to bring up to date.
 		cr.SetConditions(xpv2.Available())
 	}
 	return managed.ExternalObservation{
@@ -208,14 +219,22 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.SecurityGroup) (mana
 
 // syncRules removes the rules that are not desired and creates the missing ones. Removal
 // comes first: a rule that differs only in a way Neutron ignores would otherwise be refused
-// as a duplicate.
+// as a duplicate. What it changed is one Event per kind of change and reconcile: an Event per
+// rule would be dropped by the event recorder's spam filter past about 25 for one object.
 func (e *external) syncRules(ctx context.Context, cr *v1alpha1.SecurityGroup, sg *openstack.SecurityGroup) error {
-	d := diffRules(desiredRules(cr.Spec.ForProvider), sg.Rules)
+	desired, _ := desiredRules(cr, sg.ID)
+	d := diffRules(desired, sg.Rules)
+	var deleted []openstack.Rule
+	defer func() {
+		if len(deleted) > 0 {
+			e.record.Event(cr, event.Normal(reasonRuleDeleted, fmt.Sprintf("Deleted %d rule(s) not in spec.forProvider.rules: %s", len(deleted), describeRules(deleted))))
+		}
+	}()
 	for _, r := range d.remove {
 		if err := e.groups.DeleteRule(ctx, r.ID); err != nil && !openstack.IsNotFound(err) {
 			return errors.Wrapf(err, "%s %s", errDeleteRule, r.ID)
 		}
-		e.record.Event(cr, event.Normal(reasonRuleDeleted, fmt.Sprintf("Deleted rule %s (%s): it is not in spec.forProvider.rules", r.ID, keyOf(r))))
+		deleted = append(deleted, r)
 	}
 	if len(d.create) == 0 {
 		return nil
@@ -227,10 +246,40 @@ func (e *external) syncRules(ctx context.Context, cr *v1alpha1.SecurityGroup, sg
 	if err != nil {
 		return errors.Wrap(err, errCreateRules)
 	}
-	for _, r := range created {
-		e.record.Event(cr, event.Normal(reasonRuleCreated, fmt.Sprintf("Created rule %s (%s): it is in spec.forProvider.rules but was missing in Neutron", r.ID, keyOf(r))))
-	}
+	e.record.Event(cr, event.Normal(reasonRuleCreated, fmt.Sprintf("Created %d rule(s) of spec.forProvider.rules missing in Neutron: %s", len(created), describeRules(created))))
 	return nil
+}
+
+// describeRules names rules by ID and identity, the first maxRulesInMessages of them.
+func describeRules(rules []openstack.Rule) string {
+	parts := make([]string, 0, min(len(rules), maxRulesInMessages)+1)
+	for i, r := range rules {
+		if i == maxRulesInMessages {
+			parts = append(parts, fmt.Sprintf("and %d more", len(rules)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", r.ID, keyOf(r)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// unresolvedMessage says which rules wait for their remote group, and why they do not exist.
+func unresolvedMessage(cr *v1alpha1.SecurityGroup, unresolved []int) string {
+	parts := make([]string, 0, len(unresolved))
+	for _, i := range unresolved {
+		r := cr.Spec.ForProvider.Rules[i]
+		what := "remoteGroupSelector matches no SecurityGroup with an ID"
+		switch {
+		case r.RefersToItsOwnGroup(cr):
+			what = "the group's own ID is not known yet"
+		case r.RemoteGroupRef != nil:
+			what = fmt.Sprintf("remoteGroupRef %q names no SecurityGroup in this namespace with an ID (missing, or not created yet)", r.RemoteGroupRef.Name)
+		case r.RemoteGroupSelector == nil:
+			what = "remoteGroupID is empty"
+		}
+		parts = append(parts, fmt.Sprintf("spec.forProvider.rules[%d]: %s", i, what))
+	}
+	return fmt.Sprintf("%d rule(s) are not created until their remote group is known (without it they would allow any address): %s", len(unresolved), strings.Join(parts, "; "))
 }
 
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalDelete, error) {

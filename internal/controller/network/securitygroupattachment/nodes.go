@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -151,9 +150,9 @@ func (r *remoteClusters) reader(ctx context.Context, namespace string, ref xpv2.
 	if c, ok := r.clients[key]; ok && c.fingerprint == fp {
 		return c.reader, nil
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	cfg, err := tenantRESTConfig(data)
 	if err != nil {
-		return nil, errors.Wrap(err, errParseKubeconfig)
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {

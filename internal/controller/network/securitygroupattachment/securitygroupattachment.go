@@ -22,6 +22,7 @@ import (
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
+	"github.com/stackservices/provider-stackservices/internal/controller/tenancy"
 )
 
 const (
@@ -34,6 +35,7 @@ const (
 	errFmtServerErrors  = "%d server(s) cannot get the security group: %s"
 	errFmtUnmatched     = "%d selected node(s) map to no server: %s"
 	maxRetriesOnChange  = 5
+	maxServersInEvents  = 10
 	reasonAttached      = event.Reason("AttachedSecurityGroup")
 	reasonReattached    = event.Reason("ReattachedSecurityGroup")
 	reasonDetached      = event.Reason("DetachedSecurityGroup")
@@ -66,6 +68,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			openstack: o.OpenStack,
 			local:     nodes,
 			remote:    newRemoteClusters(mgr.GetClient()),
+			tenancy:   tenancy.NewChecker(mgr.GetClient()),
 			record:    managedcontroller.Recorder(mgr, Kind),
 		}),
 		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
@@ -83,6 +86,7 @@ type connector struct {
 	openstack openstack.SessionConnector
 	local     client.Reader
 	remote    *remoteClusters
+	tenancy   *tenancy.Checker
 	record    event.Recorder
 }
 
@@ -92,9 +96,23 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttac
 		return nil, errors.Wrap(err, errConnect)
 	}
 	nodes := c.local
-	if ref := cr.Spec.ForProvider.KubeconfigSecretRef; ref != nil {
-		if nodes, err = c.remote.reader(ctx, cr.GetNamespace(), *ref); err != nil {
+	switch p := cr.Spec.ForProvider; {
+	case p.KubeconfigSecretRef != nil:
+		if nodes, err = c.remote.reader(ctx, cr.GetNamespace(), *p.KubeconfigSecretRef); err != nil {
 			return nil, err
+		}
+	case p.NodeSelector != nil:
+		if _, err := metav1.LabelSelectorAsSelector(p.NodeSelector); err != nil {
+			return nil, errors.Wrap(err, errNodeSelector)
+		}
+		// The provider's own cluster's Nodes are the platform's: a namespace selects them
+		// only when a ClusterProviderConfig allows it.
+		if err := c.tenancy.Check(ctx, cr, tenancy.HostNodes); err != nil {
+			if !meta.WasDeleted(cr) {
+				return nil, err
+			}
+			// Being deleted: detach from the servers recorded, and select no node.
+			nodes = nil
 		}
 	}
 	return &external{ports: s.Ports(), nodes: nodes, record: c.record}, nil
@@ -103,7 +121,8 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttac
 // external reconciles one attachment. It lives for one reconcile, so Update reuses what
 // Observe read instead of reading Neutron again.
 type external struct {
-	ports  openstack.Ports
+	ports openstack.Ports
+	// nodes lists the Nodes the selector picks from; nil selects none.
 	nodes  client.Reader
 	record event.Recorder
 
@@ -164,7 +183,7 @@ func (e *external) observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttach
 }
 
 func (e *external) selectedNodes(ctx context.Context, s *metav1.LabelSelector) ([]corev1.Node, error) {
-	if s == nil {
+	if s == nil || e.nodes == nil {
 		return nil, nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(s)
@@ -263,8 +282,8 @@ func (e *external) sync(ctx context.Context, cr *v1alpha1.SecurityGroupAttachmen
 	}
 	err := e.apply(ctx, cr, o, "it is no longer selected")
 	o.plan = makePlan(o.sg, o.previous, o.want, o.recorded, o.ports)
-	for _, s := range o.plan.errors() {
-		e.record.Event(cr, event.Warning(reasonNotAttachable, errors.Errorf("server %s: %s", s.ServerID, s.Reason)))
+	if errs := o.plan.errors(); len(errs) > 0 {
+		e.record.Event(cr, event.Warning(reasonNotAttachable, errors.Errorf(errFmtServerErrors, len(errs), describeServers(errs))))
 	}
 	return o, err
 }
@@ -283,7 +302,9 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.SecurityGroupAttachm
 func (e *external) Disconnect(_ context.Context) error { return nil }
 
 // apply makes each port change, retrying with the port's new revision when another writer
-// changed the port in between, and records in o.ports what Neutron now holds.
+// changed the port in between, and records in o.ports what Neutron now holds. It reports what
+// it did as one Event per kind of change (attached, re-attached, detached): an Event per
+// server would be dropped by the event recorder's spam filter past about 25 for one object.
 func (e *external) apply(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment, o *observation, detachReason string) error {
 	byServer := map[string][]portChange{}
 	var order []string
@@ -293,7 +314,10 @@ func (e *external) apply(ctx context.Context, cr *v1alpha1.SecurityGroupAttachme
 		}
 		byServer[c.serverID] = append(byServer[c.serverID], c)
 	}
-	var failed []string
+	var (
+		failed []string
+		done   = map[changeKind][]string{}
+	)
 	for _, id := range order {
 		var changed []string
 		for _, c := range byServer[id] {
@@ -310,7 +334,13 @@ func (e *external) apply(ctx context.Context, cr *v1alpha1.SecurityGroupAttachme
 			}
 		}
 		if len(changed) > 0 {
-			e.record.Event(cr, serverEvent(byServer[id][0], changed, detachReason))
+			c := byServer[id][0]
+			done[kindOf(c)] = append(done[kindOf(c)], describeChange(c, changed))
+		}
+	}
+	for _, k := range []changeKind{attached, reattached, detached} {
+		if len(done[k]) > 0 {
+			e.record.Event(cr, summaryEvent(k, o, done[k], detachReason))
 		}
 	}
 	if len(failed) > 0 {
@@ -342,17 +372,49 @@ func (e *external) change(ctx context.Context, c portChange) (*openstack.Port, e
 	}
 }
 
-func serverEvent(c portChange, ports []string, detachReason string) event.Event {
+type changeKind int
+
+const (
+	attached changeKind = iota
+	reattached
+	detached
+)
+
+func kindOf(c portChange) changeKind {
+	switch {
+	case c.attach != "" && c.reattach:
+		return reattached
+	case c.attach != "":
+		return attached
+	default:
+		return detached
+	}
+}
+
+// describeChange names a server (and its node) and the ports changed on it.
+func describeChange(c portChange, ports []string) string {
 	on := "server " + c.serverID
 	if c.nodeName != "" {
 		on += " (node " + c.nodeName + ")"
 	}
-	switch {
-	case c.attach != "" && c.reattach:
-		return event.Normal(reasonReattached, fmt.Sprintf("Re-attached security group %s to %s: it had been removed from port(s) %s", c.attach, on, strings.Join(ports, ", ")))
-	case c.attach != "":
-		return event.Normal(reasonAttached, fmt.Sprintf("Attached security group %s to %s (port(s) %s)", c.attach, on, strings.Join(ports, ", ")))
+	return on + " port(s) " + strings.Join(ports, ", ")
+}
+
+// summaryEvent is the Event for every server a reconcile changed one way, naming the first
+// maxServersInEvents of them.
+func summaryEvent(k changeKind, o *observation, servers []string, detachReason string) event.Event {
+	list := servers
+	more := ""
+	if len(list) > maxServersInEvents {
+		list, more = list[:maxServersInEvents], fmt.Sprintf(" and %d more", len(servers)-maxServersInEvents)
+	}
+	names := strings.Join(list, "; ") + more
+	switch k {
+	case reattached:
+		return event.Normal(reasonReattached, fmt.Sprintf("Re-attached security group %s to %d server(s) where it had been removed: %s", o.sg, len(servers), names))
+	case attached:
+		return event.Normal(reasonAttached, fmt.Sprintf("Attached security group %s to %d server(s): %s", o.sg, len(servers), names))
 	default:
-		return event.Normal(reasonDetached, fmt.Sprintf("Detached security group %s from %s (port(s) %s): %s", strings.Join(c.detach, ", "), on, strings.Join(ports, ", "), detachReason))
+		return event.Normal(reasonDetached, fmt.Sprintf("Detached security group from %d server(s) (%s): %s", len(servers), detachReason, names))
 	}
 }

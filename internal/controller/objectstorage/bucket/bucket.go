@@ -30,6 +30,7 @@ const (
 	errGetVersioning     = "cannot get the bucket versioning"
 	errPolicyJSON        = "spec.forProvider.policy is not a valid policy document"
 	errFmtOwnedElsewhere = "bucket name %q is taken by another account: choose another spec.forProvider.bucketName (the provider never adopts a bucket it does not own)"
+	errFmtExistsUnowned  = "bucket %q already exists in this account and this Bucket did not create it, so it is left alone: set spec.forProvider.adoptExisting: true to manage it with the objects it holds (deleting the Bucket then deletes it too, if it is empty or forceDestroy is set), or choose another spec.forProvider.bucketName"
 	errCreate            = "cannot create the bucket"
 	errPutACL            = "cannot set the bucket ACL"
 	errPutPolicy         = "cannot set the bucket policy"
@@ -43,6 +44,7 @@ const (
 	reasonSetACL         = event.Reason("SetACL")
 	reasonSetPolicy      = event.Reason("SetPolicy")
 	reasonSetVersioning  = event.Reason("SetVersioning")
+	reasonAdopted        = event.Reason("AdoptedBucket")
 )
 
 // Kind is the managed resource kind this package reconciles.
@@ -144,6 +146,21 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Bucket) (managed.Ex
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errGetACL)
 	}
+	adopted := false
+	if !ours {
+		// The bucket exists in this account, but nothing says it is this resource's.
+		switch {
+		case createCutShort(cr):
+			// This resource's create was interrupted after the bucket was made.
+			e.record.Event(cr, event.Normal(reasonAdopted, fmt.Sprintf("Recorded bucket %s, which a create cut short had made", name)))
+		case cr.Spec.ForProvider.AdoptExisting:
+			e.record.Event(cr, event.Normal(reasonAdopted, fmt.Sprintf("Adopted the existing bucket %s with the objects it holds, as spec.forProvider.adoptExisting asks", name)))
+		default:
+			return managed.ExternalObservation{}, errors.Errorf(errFmtExistsUnowned, name)
+		}
+		meta.SetExternalName(cr, name)
+		adopted = true
+	}
 	o := &observed{acl: acl, policySupported: true}
 	if _, unsupported := e.noPolicy.Load(e.endpoint); unsupported {
 		o.policySupported = false
@@ -162,7 +179,8 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Bucket) (managed.Ex
 	}
 	e.observed = o
 
-	lateInit := false
+	// An adopted bucket's name is written with the resource (a late-initialization update).
+	lateInit := adopted
 	if cr.Spec.ForProvider.BucketName == nil {
 		cr.Spec.ForProvider.BucketName, lateInit = ptr.To(name), true
 	}
@@ -192,6 +210,13 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Bucket) (managed.Ex
 		ResourceLateInitialized: lateInit,
 		ConnectionDetails:       e.connectionDetails(name),
 	}, nil
+}
+
+// createCutShort tells whether a create of this resource started (the reconciler records that
+// before it calls Create) and never recorded its end: the provider stopped in between.
+func createCutShort(cr *v1alpha1.Bucket) bool {
+	pending := meta.GetExternalCreatePending(cr)
+	return !pending.IsZero() && pending.After(meta.GetExternalCreateSucceeded(cr)) && pending.After(meta.GetExternalCreateFailed(cr))
 }
 
 // connectionDetails are everything an app needs to use the bucket, under the names S3 SDKs

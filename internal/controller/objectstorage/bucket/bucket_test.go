@@ -2,8 +2,10 @@ package bucket
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/smithy-go"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -228,5 +230,51 @@ func TestDeleteNeverLosesDataUnlessAsked(t *testing.T) {
 	cr.Spec.ForProvider.ForceDestroy = true
 	if _, err := e.Delete(context.Background(), cr); err != nil || !f.deleted || !f.emptied {
 		t.Fatalf("forceDestroy: error %v, deleted %v, emptied %v", err, f.deleted, f.emptied)
+	}
+}
+
+// A bucket this resource did not create is managed only when the spec asks, or when this
+// resource's own create was cut short after making it; anything else is left alone.
+func TestAnExistingBucketIsAdoptedOnlyWhenAsked(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		adopt     bool
+		pending   time.Time
+		succeeded time.Time
+		wantErr   bool
+	}{
+		"NotAsked":          {wantErr: true},
+		"Asked":             {adopt: true},
+		"CreateCutShort":    {pending: t0},
+		"CreateEndedBefore": {pending: t0, succeeded: t0.Add(time.Second), wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := &external{s3: &fakeS3{acl: s3.ACL{Owner: owner}}, record: event.NewNopRecorder(), noPolicy: &sync.Map{}}
+			cr := bucket(v1alpha1.BucketParameters{AdoptExisting: tc.adopt})
+			meta.SetExternalName(cr, "")
+			if !tc.pending.IsZero() {
+				meta.SetExternalCreatePending(cr, tc.pending)
+			}
+			if !tc.succeeded.IsZero() {
+				meta.SetExternalCreateSucceeded(cr, tc.succeeded)
+			}
+			o, err := e.Observe(context.Background(), cr)
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "adoptExisting") {
+					t.Errorf("Observe: %v, want an error pointing at adoptExisting", err)
+				}
+				if meta.GetExternalName(cr) != "" {
+					t.Errorf("external name %q set on a bucket that was not adopted", meta.GetExternalName(cr))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !o.ResourceExists || !o.ResourceLateInitialized || meta.GetExternalName(cr) != "b" {
+				t.Errorf("adopted: exists %v, late-initialized %v, external name %q; want the name recorded", o.ResourceExists, o.ResourceLateInitialized, meta.GetExternalName(cr))
+			}
+		})
 	}
 }

@@ -17,9 +17,11 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/stackservices/provider-stackservices/apis/common"
 	"github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
+	"github.com/stackservices/provider-stackservices/internal/controller/tenancy"
 )
 
 const (
@@ -29,9 +31,12 @@ const (
 	errGetCredential    = "cannot get the EC2 credential"
 	errCreateCredential = "cannot create an EC2 credential"
 	errDeleteCredential = "cannot delete the EC2 credential"
-	errRecordNewKey     = "cannot record the new access key ID; it exists in Keystone and will be adopted"
+	errNewKeys          = "cannot generate new keys"
+	errRecordPending    = "cannot record the access key about to be created; nothing was created"
+	errRecordNewKey     = "cannot record the new access key; it is recorded as pending and the next reconcile finishes the rotation"
 	reasonRotated       = event.Reason("RotatedKeys")
 	reasonRetired       = event.Reason("RetiredPreviousKeys")
+	reasonRecovered     = event.Reason("RecoveredKeys")
 
 	defaultGracePeriod = time.Hour
 )
@@ -48,11 +53,15 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	return managedcontroller.Setup(mgr, o, Kind,
 		managed.WithTypedExternalConnector[*v1alpha1.Contract](&connector{
 			openstack: o.OpenStack,
+			tenancy:   tenancy.NewChecker(mgr.GetClient()),
 			record:    managedcontroller.Recorder(mgr, Kind),
 			annotate:  managed.NewRetryingCriticalAnnotationUpdater(mgr.GetClient()),
 		}),
-		// The access key comes from Keystone in Create.
+		// The access key is chosen and recorded before the credential is created.
 		managed.WithInitializers(),
+		// The access key is recorded (as pending) before Keystone hears of it, so a create
+		// interrupted by a crash is found again: nothing for the reconciler to refuse to retry.
+		managed.WithDeterministicExternalName(true),
 		managed.WithCreationGracePeriod(0),
 	)
 }
@@ -64,6 +73,7 @@ func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 
 type connector struct {
 	openstack openstack.SessionConnector
+	tenancy   *tenancy.Checker
 	record    event.Recorder
 	annotate  managed.CriticalAnnotationUpdater
 }
@@ -81,7 +91,14 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.Contract) (managed
 	if err != nil {
 		return nil, errors.Wrap(err, errS3Endpoint)
 	}
-	return &external{creds: creds, endpoint: endpoint, region: region, record: c.record, annotate: c.annotate, now: time.Now}, nil
+	mayCreate := func(ctx context.Context) error {
+		p := cr.Spec.ForProvider
+		if p.UserID == nil && p.ProjectID == nil {
+			return nil
+		}
+		return c.tenancy.Check(ctx, cr, tenancy.ContractOwners)
+	}
+	return &external{creds: creds, endpoint: endpoint, region: region, record: c.record, annotate: c.annotate, mayCreate: mayCreate, newKeys: openstack.NewEC2Keys, now: time.Now}, nil
 }
 
 type external struct {
@@ -89,7 +106,12 @@ type external struct {
 	endpoint, region string
 	record           event.Recorder
 	annotate         managed.CriticalAnnotationUpdater
-	now              func() time.Time
+	// mayCreate refuses new keys for another user or project unless the platform allowed
+	// the namespace that. Reading and deleting keys the provider made is always allowed, so
+	// a Contract refused from the start can still be deleted.
+	mayCreate func(context.Context) error
+	newKeys   func() (access, secret string, err error)
+	now       func() time.Time
 }
 
 // owner is the user and project the keys belong to: the spec's, else the session's own.
@@ -102,13 +124,19 @@ func (e *external) owner(cr *v1alpha1.Contract) (string, string, error) {
 }
 
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.Contract) (managed.ExternalObservation, error) {
-	access := meta.GetExternalName(cr)
-	if access == "" {
-		return managed.ExternalObservation{ResourceExists: false}, nil
-	}
 	user, _, err := e.owner(cr)
 	if err != nil {
 		return managed.ExternalObservation{}, err
+	}
+	access := meta.GetExternalName(cr)
+	recovered := false
+	if access == "" {
+		// A create that was cut short after it recorded its key: the key may exist.
+		pending := readRotation(cr).pending
+		if pending == "" {
+			return managed.ExternalObservation{ResourceExists: false}, nil
+		}
+		access, recovered = pending, true
 	}
 	cred, err := e.creds.GetEC2Credential(ctx, user, access)
 	if openstack.IsNotFound(err) {
@@ -121,19 +149,32 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Contract) (managed.
 	now := e.now()
 	st := readRotation(cr)
 	lateInit := false
+	if recovered {
+		meta.SetExternalName(cr, access)
+		st.pending = ""
+		e.record.Event(cr, event.Normal(reasonRecovered, fmt.Sprintf("Recorded access key %s, which a create cut short had made", access)))
+		lateInit = true
+	}
 	if st.createdAt.IsZero() {
 		// Keys the provider adopted (or made before it recorded their age): their life
 		// starts now, and a rotation request already in the spec is not a request to
 		// replace them.
 		st.createdAt, st.lastRequest, lateInit = now, rotationRequest(cr), true
+	}
+	if lateInit {
 		writeRotation(cr, st)
 	}
 	a := &cr.Status.AtProvider
 	a.AccessKeyID, a.UserID, a.ProjectID = cred.Access, cred.UserID, cred.ProjectID
 	a.Endpoint, a.Region = e.endpoint, e.region
-	st.mirror(cr)
 
-	upToDate := !rotationDue(cr, st, now) && !previousExpired(st, now)
+	sched, err := scheduleOf(cr)
+	if err != nil {
+		// One Contract's bad value stops that Contract only, with a message saying which.
+		return managed.ExternalObservation{}, err
+	}
+	st.mirror(cr, sched)
+	upToDate := !sched.due(cr, st, now) && !previousExpired(st, now) && (st.pending == "" || st.pending == access)
 	cr.SetConditions(xpv2.Available())
 	return managed.ExternalObservation{
 		ResourceExists:          true,
@@ -143,18 +184,43 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Contract) (managed.
 	}, nil
 }
 
-func (e *external) Create(ctx context.Context, cr *v1alpha1.Contract) (managed.ExternalCreation, error) {
+// newCredential makes keys for the Contract's owner, recording the access key (as pending)
+// before Keystone hears of it: whatever fails after that, the key is never lost track of.
+func (e *external) newCredential(ctx context.Context, cr *v1alpha1.Contract, st rotation) (*openstack.EC2Credential, rotation, error) {
+	if err := e.mayCreate(ctx); err != nil {
+		return nil, st, err
+	}
 	user, project, err := e.owner(cr)
+	if err != nil {
+		return nil, st, err
+	}
+	access, secret, err := e.newKeys()
+	if err != nil {
+		return nil, st, errors.Wrap(err, errNewKeys)
+	}
+	st.pending = access
+	writeRotation(cr, st)
+	if err := e.annotate.UpdateCriticalAnnotations(ctx, cr); err != nil {
+		return nil, st, errors.Wrap(err, errRecordPending)
+	}
+	cred := &openstack.EC2Credential{Access: access, Secret: secret, UserID: user, ProjectID: project}
+	if err := e.creds.CreateEC2Credential(ctx, *cred); err != nil {
+		// Recorded as pending: Observe or Update finds out whether it exists.
+		return nil, st, errors.Wrap(err, errCreateCredential)
+	}
+	return cred, st, nil
+}
+
+func (e *external) Create(ctx context.Context, cr *v1alpha1.Contract) (managed.ExternalCreation, error) {
+	cred, st, err := e.newCredential(ctx, cr, readRotation(cr))
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	cred, err := e.creds.CreateEC2Credential(ctx, user, project)
-	if err != nil {
-		return managed.ExternalCreation{}, errors.Wrap(err, errCreateCredential)
-	}
 	meta.SetExternalName(cr, cred.Access)
-	// Persisted with the external name by the reconciler's critical annotation update.
-	writeRotation(cr, rotation{createdAt: e.now(), lastRequest: rotationRequest(cr)})
+	// Persisted with the external name by the reconciler's critical annotation update; until
+	// then the pending key names the credential.
+	st.pending, st.createdAt, st.lastRequest = "", e.now(), rotationRequest(cr)
+	writeRotation(cr, st)
 	return managed.ExternalCreation{ConnectionDetails: e.connectionDetails(cred)}, nil
 }
 
@@ -164,26 +230,45 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Contract) (managed.E
 //
 // The rotation record lives in annotations, written in one update with the external name:
 // the reconcile that update triggers may read a status that is not written yet, and must not
-// take the keys for unrotated and rotate them again.
+// take the keys for unrotated and rotate them again. A rotation records its new access key as
+// pending before it creates it; one cut short is finished by the next Update.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.Contract) (managed.ExternalUpdate, error) {
-	user, project, err := e.owner(cr)
+	user, _, err := e.owner(cr)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	sched, err := scheduleOf(cr)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
 	now := e.now()
 	st := readRotation(cr)
 
+	if st.pending != "" && st.pending != meta.GetExternalName(cr) {
+		cred, err := e.creds.GetEC2Credential(ctx, user, st.pending)
+		switch {
+		case err == nil:
+			// A rotation made these keys and stopped before it published them.
+			return e.publish(ctx, cr, cred, sched, now)
+		case !openstack.IsNotFound(err):
+			return managed.ExternalUpdate{}, errors.Wrap(err, errGetCredential)
+		}
+		st.pending = ""
+		if err := e.persist(ctx, cr, st, sched, errRecordNewKey); err != nil {
+			return managed.ExternalUpdate{}, err
+		}
+	}
 	if previousExpired(st, now) {
 		if err := e.creds.DeleteEC2Credential(ctx, user, st.previous); err != nil && !openstack.IsNotFound(err) {
 			return managed.ExternalUpdate{}, errors.Wrap(err, errDeleteCredential)
 		}
 		e.record.Event(cr, event.Normal(reasonRetired, fmt.Sprintf("Deleted the previous access key %s: its grace period is over", st.previous)))
 		st.previous, st.previousExpireAt = "", time.Time{}
-		if err := e.persist(ctx, cr, st); err != nil {
+		if err := e.persist(ctx, cr, st, sched, errRecordNewKey); err != nil {
 			return managed.ExternalUpdate{}, err
 		}
 	}
-	if !rotationDue(cr, st, now) {
+	if !sched.due(cr, st, now) {
 		return managed.ExternalUpdate{}, nil
 	}
 	if st.previous != "" {
@@ -192,21 +277,22 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.Contract) (managed.E
 		if err := e.creds.DeleteEC2Credential(ctx, user, st.previous); err != nil && !openstack.IsNotFound(err) {
 			return managed.ExternalUpdate{}, errors.Wrap(err, errDeleteCredential)
 		}
+		st.previous, st.previousExpireAt = "", time.Time{}
 	}
-
-	cred, err := e.creds.CreateEC2Credential(ctx, user, project)
+	cred, _, err := e.newCredential(ctx, cr, st)
 	if err != nil {
-		return managed.ExternalUpdate{}, errors.Wrap(err, errCreateCredential)
+		return managed.ExternalUpdate{}, err
 	}
+	return e.publish(ctx, cr, cred, sched, now)
+}
+
+// publish makes cred the current keys and the current ones the previous, valid for the grace
+// period, and returns them for the connection Secret.
+func (e *external) publish(ctx context.Context, cr *v1alpha1.Contract, cred *openstack.EC2Credential, sched schedule, now time.Time) (managed.ExternalUpdate, error) {
 	previous := meta.GetExternalName(cr)
-	grace := defaultGracePeriod
-	if r := cr.Spec.ForProvider.Rotation; r != nil && r.GracePeriod != nil {
-		grace = r.GracePeriod.Duration
-	}
 	meta.SetExternalName(cr, cred.Access)
-	st = rotation{createdAt: now, lastRequest: rotationRequest(cr), previous: previous, previousExpireAt: now.Add(grace)}
-	if err := e.persist(ctx, cr, st); err != nil {
-		_ = e.creds.DeleteEC2Credential(ctx, user, cred.Access)
+	st := rotation{createdAt: now, lastRequest: rotationRequest(cr), previous: previous, previousExpireAt: now.Add(sched.grace)}
+	if err := e.persist(ctx, cr, st, sched, errRecordNewKey); err != nil {
 		return managed.ExternalUpdate{}, err
 	}
 	cr.Status.AtProvider.AccessKeyID = cred.Access
@@ -217,21 +303,24 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.Contract) (managed.E
 // persist writes the rotation record (and the external name) at once; Update's other
 // changes to metadata are not persisted. The updater may re-read the object, so the status
 // is mirrored after it.
-func (e *external) persist(ctx context.Context, cr *v1alpha1.Contract, st rotation) error {
+func (e *external) persist(ctx context.Context, cr *v1alpha1.Contract, st rotation, sched schedule, msg string) error {
 	writeRotation(cr, st)
 	if err := e.annotate.UpdateCriticalAnnotations(ctx, cr); err != nil {
-		return errors.Wrap(err, errRecordNewKey)
+		return errors.Wrap(err, msg)
 	}
-	st.mirror(cr)
+	st.mirror(cr, sched)
 	return nil
 }
 
+// Delete revokes every key the Contract has: the current, the previous, and one a create or a
+// rotation recorded but may not have finished.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.Contract) (managed.ExternalDelete, error) {
 	user, _, err := e.owner(cr)
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
-	for _, access := range []string{readRotation(cr).previous, meta.GetExternalName(cr)} {
+	st := readRotation(cr)
+	for _, access := range []string{st.previous, st.pending, meta.GetExternalName(cr)} {
 		if access == "" {
 			continue
 		}
@@ -263,6 +352,9 @@ type rotation struct {
 	lastRequest      string
 	previous         string
 	previousExpireAt time.Time
+	// pending is an access key chosen and recorded before its credential was created: the
+	// record that keeps a key from ever existing untracked.
+	pending string
 }
 
 // Annotations holding the rotation record.
@@ -271,6 +363,7 @@ const (
 	annotationLastRequest     = "objectstorage.stackservices.io/last-rotation-request"
 	annotationPrevious        = "objectstorage.stackservices.io/previous-access-key"
 	annotationPreviousExpires = "objectstorage.stackservices.io/previous-keys-expire-at"
+	annotationPending         = "objectstorage.stackservices.io/pending-access-key"
 )
 
 func readRotation(cr *v1alpha1.Contract) rotation {
@@ -284,6 +377,7 @@ func readRotation(cr *v1alpha1.Contract) rotation {
 		lastRequest:      a[annotationLastRequest],
 		previous:         a[annotationPrevious],
 		previousExpireAt: parse(annotationPreviousExpires),
+		pending:          a[annotationPending],
 	}
 }
 
@@ -299,6 +393,7 @@ func writeRotation(cr *v1alpha1.Contract, st rotation) {
 		annotationLastRequest:     st.lastRequest,
 		annotationPrevious:        st.previous,
 		annotationPreviousExpires: format(st.previousExpireAt),
+		annotationPending:         st.pending,
 	}
 	for k, v := range set {
 		if v == "" {
@@ -310,11 +405,11 @@ func writeRotation(cr *v1alpha1.Contract, st rotation) {
 }
 
 // mirror shows the rotation record in the status.
-func (st rotation) mirror(cr *v1alpha1.Contract) {
+func (st rotation) mirror(cr *v1alpha1.Contract, sched schedule) {
 	a := &cr.Status.AtProvider
 	a.KeysCreatedAt, a.PreviousKeysExpireAt, a.NextRotationAt = timeOrNil(st.createdAt), timeOrNil(st.previousExpireAt), nil
 	a.PreviousAccessKeyID, a.LastRotationRequest = st.previous, st.lastRequest
-	if next := nextRotation(cr, st); !next.IsZero() {
+	if next := sched.next(st); !next.IsZero() {
 		a.NextRotationAt = &metav1.Time{Time: next}
 	}
 }
@@ -333,21 +428,41 @@ func rotationRequest(cr *v1alpha1.Contract) string {
 	return ""
 }
 
-func nextRotation(cr *v1alpha1.Contract, st rotation) time.Time {
-	r := cr.Spec.ForProvider.Rotation
-	if r == nil || r.Period == nil || st.createdAt.IsZero() {
-		return time.Time{}
-	}
-	return st.createdAt.Add(r.Period.Duration)
+// schedule is the spec's rotation period (0: on request only) and grace period, parsed.
+type schedule struct {
+	period, grace time.Duration
 }
 
-// rotationDue tells whether the keys must be replaced: their period is over, or a new
-// rotation request came in.
-func rotationDue(cr *v1alpha1.Contract, st rotation, now time.Time) bool {
+func scheduleOf(cr *v1alpha1.Contract) (schedule, error) {
+	s := schedule{grace: defaultGracePeriod}
+	r := cr.Spec.ForProvider.Rotation
+	if r == nil {
+		return s, nil
+	}
+	var err error
+	if s.period, err = common.DurationOr(r.Period, "spec.forProvider.rotation.period", 0); err != nil {
+		return s, err
+	}
+	if s.grace, err = common.DurationOr(r.GracePeriod, "spec.forProvider.rotation.gracePeriod", defaultGracePeriod); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func (s schedule) next(st rotation) time.Time {
+	if s.period <= 0 || st.createdAt.IsZero() {
+		return time.Time{}
+	}
+	return st.createdAt.Add(s.period)
+}
+
+// due tells whether the keys must be replaced: their period is over, or a new rotation
+// request came in.
+func (s schedule) due(cr *v1alpha1.Contract, st rotation, now time.Time) bool {
 	if req := rotationRequest(cr); req != "" && req != st.lastRequest {
 		return true
 	}
-	next := nextRotation(cr, st)
+	next := s.next(st)
 	return !next.IsZero() && !now.Before(next)
 }
 
