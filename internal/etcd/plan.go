@@ -9,7 +9,11 @@
 //  1. A paused cluster is left alone.
 //  2. Without quorum nothing is done: the provider never forces a new cluster. Without a
 //     leader, it waits.
-//  3. Machines that belong to no member (a step interrupted half way) are deleted.
+//  3. Machines that belong to no member (a step interrupted half way) are deleted, except one
+//     machine that was allocated and never started: the spare of an add etcd refused (it
+//     refuses membership changes for a few seconds after a join). The next add reuses it, so
+//     a refused add is retried with the same machine and name; a spare no add needs is
+//     deleted once the cluster is as desired.
 //  4. A learner is started, promoted once etcd accepts it (caught up with the leader), or
 //     removed when it does not become healthy in time. There is never more than one learner,
 //     and nothing else happens while there is one.
@@ -132,6 +136,9 @@ type Action struct {
 	Phase string
 	// Reason explains the action to a person.
 	Reason string
+	// Remaining is how many member changes (an add, a removal, or a replacement: both)
+	// the change in progress still needs, this step included; 0 when nothing changes.
+	Remaining int
 }
 
 // Phases, as status reports them.
@@ -156,6 +163,7 @@ func Next(d Desired, o Observed) Action {
 		return Action{Type: None, Phase: PhasePaused, Reason: "paused: the provider changes nothing until spec.forProvider.paused is false"}
 	}
 	p := newPlan(d, o)
+	a := Action{Type: None, Phase: PhaseRunning, Reason: fmt.Sprintf("%d healthy voting members running %s", len(p.voters), d.Version)}
 	for _, step := range []func() (Action, bool){
 		p.quorum,
 		p.orphanMachines,
@@ -163,11 +171,61 @@ func Next(d Desired, o Observed) Action {
 		p.unhealthyVoters,
 		p.shape,
 	} {
-		if a, ok := step(); ok {
-			return a
+		if next, ok := step(); ok {
+			a = next
+			break
 		}
 	}
-	return Action{Type: None, Phase: PhaseRunning, Reason: fmt.Sprintf("%d healthy voting members running %s", len(p.voters), d.Version)}
+	a = p.withSpare(a)
+	if a.Type != None && a.Type != Blocked && a.Phase != PhaseQuorumLost {
+		a.Remaining = p.remaining(a.Phase)
+	}
+	return a
+}
+
+// spares are the machines that belong to no member and were never started.
+func (p *plan) spares() []Member {
+	var out []Member
+	for _, m := range p.o.Members {
+		if m.ID == 0 && m.Machine == MachineAllocated {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// withSpare makes an add use the spare machine, and deletes a spare no add needs once there is
+// nothing else to do.
+func (p *plan) withSpare(a Action) Action {
+	spares := p.spares()
+	if len(spares) == 0 {
+		return a
+	}
+	switch a.Type {
+	case AddMember:
+		a.Member = spares[0].Name
+		a.Reason += fmt.Sprintf(" (on machine %s, allocated by an add etcd refused)", spares[0].Name)
+	case None:
+		return Action{Type: DeleteMachine, Member: spares[0].Name, Phase: PhaseRunning,
+			Reason: fmt.Sprintf("machine %s was allocated for a member no longer needed: deleting it", spares[0].Name)}
+	}
+	return a
+}
+
+// remaining counts the member changes the phase still needs: members to add or remove to
+// reach the size asked for, and members to replace.
+func (p *plan) remaining(phase string) int {
+	size := len(p.voters) - p.d.Members
+	if size < 0 {
+		size = -size
+	}
+	switch phase {
+	case PhaseUpgrading, PhaseRenewing:
+		return max(len(p.stale()), size)
+	case PhaseHealing:
+		return max(len(p.unhealthy()), size, 1)
+	}
+	return size
 }
 
 type plan struct {
@@ -207,11 +265,17 @@ func (p *plan) quorum() (Action, bool) {
 }
 
 func (p *plan) orphanMachines() (Action, bool) {
+	spareKept := false
 	for _, m := range p.o.Members {
-		if m.ID == 0 {
-			return Action{Type: DeleteMachine, Member: m.Name, Phase: p.phase(),
-				Reason: fmt.Sprintf("machine %s belongs to no member (a step was interrupted): deleting it", m.Name)}, true
+		if m.ID != 0 {
+			continue
 		}
+		if m.Machine == MachineAllocated && !spareKept {
+			spareKept = true
+			continue
+		}
+		return Action{Type: DeleteMachine, Member: m.Name, Phase: p.phase(),
+			Reason: fmt.Sprintf("machine %s belongs to no member (a step was interrupted): deleting it", m.Name)}, true
 	}
 	return Action{}, false
 }

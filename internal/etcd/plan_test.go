@@ -141,8 +141,30 @@ func TestNext(t *testing.T) {
 		},
 		"OrphanMachineIsDeleted": {
 			d:    desired(3, v36),
-			o:    Observed{Members: append(three(v36), Member{Name: "d", Machine: MachineAllocated, Version: v36}), Leader: 1},
+			o:    Observed{Members: append(three(v36), Member{Name: "d", Machine: MachineStopped, Version: v36}), Leader: 1},
 			want: want{Type: DeleteMachine, Member: "d", Phase: PhaseScaling},
+		},
+		// An add etcd refused leaves its machine allocated: the retry reuses it (same
+		// machine, same name) instead of deleting it and allocating another.
+		"SpareIsReusedByTheNextAdd": {
+			d:    desired(5, v36),
+			o:    Observed{Members: append(three(v36), Member{Name: "d", Machine: MachineAllocated}), Leader: 1},
+			want: want{Type: AddMember, Member: "d", Version: v36, Phase: PhaseScaling},
+		},
+		"SpareNoAddNeedsIsDeleted": {
+			d:    desired(3, v36),
+			o:    Observed{Members: append(three(v36), Member{Name: "d", Machine: MachineAllocated}), Leader: 1},
+			want: want{Type: DeleteMachine, Member: "d", Phase: PhaseRunning},
+		},
+		"OnlyOneSpareIsKept": {
+			d:    desired(5, v36),
+			o:    Observed{Members: append(three(v36), Member{Name: "d", Machine: MachineAllocated}, Member{Name: "e", Machine: MachineAllocated}), Leader: 1},
+			want: want{Type: DeleteMachine, Member: "e", Phase: PhaseScaling},
+		},
+		"SpareWaitsOutAnElection": {
+			d:    desired(5, v36),
+			o:    Observed{Members: append(three(v36), Member{Name: "d", Machine: MachineAllocated})},
+			want: want{Type: Wait, Phase: PhaseDegraded},
 		},
 		"UnstartedLearnerIsStarted": {
 			d: desired(5, v36),
@@ -305,6 +327,31 @@ func TestNext(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, want{Type: got.Type, Member: got.Member, ID: got.ID, Version: got.Version, Phase: got.Phase}); diff != "" {
 				t.Errorf("Next(...): -want, +got:\n%s\nreason: %s", diff, got.Reason)
+			}
+		})
+	}
+}
+
+// TestRemaining checks that status can say how far a multi-step change is.
+func TestRemaining(t *testing.T) {
+	old := func(name string, id uint64) Member { return healthy(name, id, v35) }
+	cases := map[string]struct {
+		d    Desired
+		o    Observed
+		want int
+	}{
+		"AsDesired":      {d: desired(3, v36), o: Observed{Members: three(v36), Leader: 1}, want: 0},
+		"ScaleOutByTwo":  {d: desired(5, v36), o: Observed{Members: three(v36), Leader: 1}, want: 2},
+		"ScaleInByTwo":   {d: desired(1, v36), o: Observed{Members: three(v36), Leader: 1}, want: 2},
+		"UpgradeOfThree": {d: desired(3, v36), o: Observed{Members: []Member{old("a", 1), old("b", 2), old("c", 3)}, Leader: 1}, want: 3},
+		"UpgradeHalfWay": {d: desired(3, v36), o: Observed{Members: []Member{old("a", 1), healthy("b", 2, v36), healthy("c", 3, v36), healthy("d", 4, v36)}, Leader: 1}, want: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.o.Now = now
+			got := Next(tc.d, tc.o)
+			if got.Remaining != tc.want {
+				t.Errorf("Next(...).Remaining = %d, want %d (action %s: %s)", got.Remaining, tc.want, got.Type, got.Reason)
 			}
 		})
 	}

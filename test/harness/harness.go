@@ -7,8 +7,10 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"os"
@@ -66,6 +68,8 @@ type Env struct {
 	Logins *atomic.Int64
 	// Requests records every HTTP request the provider made to OpenStack.
 	Requests *RequestLog
+	// Logs holds everything the provider logged, at debug level.
+	Logs *LogBuffer
 	// Machines runs the members of EtcdClusters as local processes; EtcdBinaries is the
 	// directory with one folder per etcd version it takes them from.
 	Machines     *local.Backend
@@ -119,7 +123,7 @@ func Start(o Options) (*Env, error) {
 		return nil, fmt.Errorf("cannot set up local machines for etcd members: %w", err)
 	}
 
-	e := &Env{CloudsYAML: clouds, Logins: &atomic.Int64{}, Requests: &RequestLog{}, Machines: lm, EtcdBinaries: etcdBinaries, machinesDir: machinesDir}
+	e := &Env{CloudsYAML: clouds, Logins: &atomic.Int64{}, Requests: &RequestLog{}, Logs: &LogBuffer{}, Machines: lm, EtcdBinaries: etcdBinaries, machinesDir: machinesDir}
 	e.apiEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "package", "crds")},
 		ErrorIfCRDPathMissing: true,
@@ -157,7 +161,13 @@ func Start(o Options) (*Env, error) {
 }
 
 func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
+	// Everything the provider logs at debug level (what --debug prints) is kept, so tests can
+	// search it (for secrets, say); the test's output shows it with TEST_DEBUG set.
+	var out io.Writer = e.Logs
+	if os.Getenv("TEST_DEBUG") != "" {
+		out = io.MultiWriter(os.Stderr, e.Logs)
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(out), zap.Level(zapcore.DebugLevel)))
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:  s,
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -200,13 +210,6 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 	}()
 	e.stop = func() { cancel(); <-done }
 	return nil
-}
-
-func zapLevel() int8 {
-	if os.Getenv("TEST_DEBUG") != "" {
-		return -1
-	}
-	return 0
 }
 
 // Stop stops the provider and the control plane, and every etcd member the tests left.
@@ -319,6 +322,32 @@ func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // A RequestLog records "METHOD /path" of every request, for tests that count API calls.
+// A LogBuffer keeps what the provider logs; safe for concurrent use.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Contains reports whether the provider ever logged s.
+func (b *LogBuffer) Contains(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Contains(b.buf.Bytes(), []byte(s))
+}
+
+// Len is how many bytes the provider logged.
+func (b *LogBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
 type RequestLog struct {
 	mu    sync.Mutex
 	all   []string

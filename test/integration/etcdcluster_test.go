@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -378,21 +380,31 @@ func TestEtcdClusterCreateUseDelete(t *testing.T) {
 func TestEtcdClusterScales(t *testing.T) {
 	t.Parallel()
 	ns := etcdNamespace(t, "etcd-scale")
-	cr := newEtcdCluster(ns, "inventory", etcdNew, 3)
-	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
-		t.Fatal(err)
-	}
-	waitCluster(t, cr, clusterIs(3, etcdNew))
+	cr := runningCluster(t, newEtcdCluster(ns, "inventory", etcdNew, 3), clusterIs(3, etcdNew))
 	c := etcdClient(t, ns, "inventory-etcd", true)
 	etcdPut(t, c, "before-scaling", "kept")
 
 	for _, n := range []int32{5, 3} {
+		progress := watchProgress(t, cr)
 		env.Mutate(t, client.ObjectKeyFromObject(cr), cr, func() { cr.Spec.ForProvider.Members = n })
 		took := waitCluster(t, cr, clusterIs(int(n), etcdNew))
-		t.Logf("scaled to %d members in %s", n, took.Round(time.Millisecond))
+		seen := progress()
+		t.Logf("scaled to %d members in %s; status said remaining %v, refused %q", n, took.Round(time.Millisecond), seen.remaining, seen.refused)
 		if got := etcdGet(t, c, "before-scaling"); got != "kept" {
 			t.Errorf("after scaling to %d: before-scaling = %q, want kept", n, got)
 		}
+		// Issue 11, finding 8: status shows how far a multi-step change is.
+		if !slices.Contains(seen.remaining, 2) {
+			t.Errorf("scaling from 3 to %d: status.atProvider.remaining went %v, want 2 at the start", n, seen.remaining)
+		}
+	}
+	// Each add got the next name, and none was thrown away: an add etcd refused is retried
+	// on the same machine, not on a new one after deleting the first.
+	if got := cr.Status.AtProvider.LastMemberIndex; got != 4 {
+		t.Errorf("lastMemberIndex = %d after scaling 3 to 5, want 4 (names given to throwaway machines?)", got)
+	}
+	if n := countEvents(t, ns, cr.Name, "DeletedMachine"); n != 0 {
+		t.Errorf("%d DeletedMachine events: the provider made and deleted throwaway machines", n)
 	}
 
 	// Paused, a change waits: someone works on the cluster by hand.
@@ -430,11 +442,7 @@ func TestEtcdClusterScales(t *testing.T) {
 func TestEtcdClusterReplacesAKilledMember(t *testing.T) {
 	t.Parallel()
 	ns := etcdNamespace(t, "etcd-heal")
-	cr := newEtcdCluster(ns, "sessions", etcdNew, 3)
-	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
-		t.Fatal(err)
-	}
-	waitCluster(t, cr, clusterIs(3, etcdNew))
+	cr := runningCluster(t, newEtcdCluster(ns, "sessions", etcdNew, 3), clusterIs(3, etcdNew))
 	c := etcdClient(t, ns, "sessions-etcd", true)
 	etcdPut(t, c, "before-the-crash", "kept")
 
@@ -473,11 +481,7 @@ func TestEtcdClusterReplacesAKilledMember(t *testing.T) {
 func TestEtcdClusterRollingUpgrade(t *testing.T) {
 	t.Parallel()
 	ns := etcdNamespace(t, "etcd-upgrade")
-	cr := newEtcdCluster(ns, "ledger", etcdOld, 3)
-	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
-		t.Fatal(err)
-	}
-	waitCluster(t, cr, clusterIs(3, etcdOld))
+	cr := runningCluster(t, newEtcdCluster(ns, "ledger", etcdOld, 3), clusterIs(3, etcdOld))
 	c := etcdClient(t, ns, "ledger-etcd", true)
 
 	var (
@@ -625,11 +629,7 @@ func withTLS(cr *v1alpha1.EtcdCluster, validity, renewBefore string) *v1alpha1.E
 func TestEtcdClusterRenewsCertificates(t *testing.T) {
 	t.Parallel()
 	ns := etcdNamespace(t, "etcd-renew")
-	cr := withTLS(newEtcdCluster(ns, "certs", etcdNew, 3), "2m", "90s")
-	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
-		t.Fatal(err)
-	}
-	waitCluster(t, cr, clusterIs(3, etcdNew))
+	cr := runningCluster(t, withTLS(newEtcdCluster(ns, "certs", etcdNew, 3), "2m", "90s"), clusterIs(3, etcdNew))
 	original := map[string]bool{}
 	for _, m := range cr.Status.AtProvider.Members {
 		original[m.Name] = true
@@ -665,11 +665,7 @@ func TestEtcdClusterRenewsCertificates(t *testing.T) {
 func TestEtcdClusterUpgradesTwoMinorsInARow(t *testing.T) {
 	t.Parallel()
 	ns := etcdNamespace(t, "etcd-upgrade-twice")
-	cr := newEtcdCluster(ns, "twice", etcdOld, 3)
-	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
-		t.Fatal(err)
-	}
-	waitCluster(t, cr, clusterIs(3, etcdOld))
+	cr := runningCluster(t, newEtcdCluster(ns, "twice", etcdOld, 3), clusterIs(3, etcdOld))
 	c := etcdClient(t, ns, "twice-etcd", true)
 	for i := range 100 {
 		etcdPut(t, c, fmt.Sprintf("k%03d", i), "v")
@@ -699,39 +695,12 @@ func TestEtcdClusterUpgradesTwoMinorsInARow(t *testing.T) {
 func TestEtcdClusterQuorumLossIsReportedNotForced(t *testing.T) {
 	t.Parallel()
 	ns := etcdNamespace(t, "etcd-quorum")
-	cr := newEtcdCluster(ns, "fragile", etcdNew, 3)
-	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
-		t.Fatal(err)
-	}
-	waitCluster(t, cr, clusterIs(3, etcdNew))
+	cr := runningCluster(t, newEtcdCluster(ns, "fragile", etcdNew, 3), clusterIs(3, etcdNew))
 	c := etcdClient(t, ns, "fragile-etcd", false)
 	etcdPut(t, c, "before-the-outage", "kept")
 
-	pids := memberPIDs(t, cr)
-	killed := 0
-	for name, pid := range pids {
-		if killed == 2 {
-			break
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("kill %s: %v", name, err)
-		}
-		killed++
-	}
+	loseQuorum(t, cr)
 	key := client.ObjectKeyFromObject(cr)
-	harness.Eventually(t, time.Minute, "quorum loss reported", func() error {
-		if err := env.Kube.Get(harness.Ctx(t), key, cr); err != nil {
-			return err
-		}
-		if cr.Status.AtProvider.Phase != v1alpha1.PhaseQuorumLost {
-			return fmt.Errorf("phase %s", cr.Status.AtProvider.Phase)
-		}
-		synced := cr.GetCondition(xpv2.TypeSynced)
-		if synced.Status != "False" || !strings.Contains(synced.Message, "quorum lost") {
-			return fmt.Errorf("Synced %s: %q", synced.Status, synced.Message)
-		}
-		return nil
-	})
 	// Well past replaceUnhealthyAfter: still nothing removed or added.
 	time.Sleep(3 * 5 * time.Second) // three times replaceUnhealthyAfter
 	if err := env.Kube.Get(harness.Ctx(t), key, cr); err != nil {
@@ -754,4 +723,156 @@ func TestEtcdClusterQuorumLossIsReportedNotForced(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone(t, cr)
+}
+
+// memberProcess is what it takes to start a member's process again.
+type memberProcess struct {
+	argv    []string
+	dir     string
+	environ []string
+}
+
+// loseQuorum kills 2 of the cluster's 3 members with SIGKILL, waits until the provider reports
+// the quorum lost, and returns the processes it killed.
+func loseQuorum(t *testing.T, cr *v1alpha1.EtcdCluster) []memberProcess {
+	t.Helper()
+	var killed []memberProcess
+	for name, pid := range memberPIDs(t, cr) {
+		if len(killed) == 2 {
+			break
+		}
+		p := processOf(t, pid)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill %s: %v", name, err)
+		}
+		killed = append(killed, p)
+	}
+	key := client.ObjectKeyFromObject(cr)
+	harness.Eventually(t, time.Minute, "quorum loss reported", func() error {
+		if err := env.Kube.Get(harness.Ctx(t), key, cr); err != nil {
+			return err
+		}
+		if cr.Status.AtProvider.Phase != v1alpha1.PhaseQuorumLost {
+			return fmt.Errorf("phase %s", cr.Status.AtProvider.Phase)
+		}
+		synced := cr.GetCondition(xpv2.TypeSynced)
+		if synced.Status != "False" || !strings.Contains(synced.Message, "quorum lost") {
+			return fmt.Errorf("Synced %s: %q", synced.Status, synced.Message)
+		}
+		return nil
+	})
+	return killed
+}
+
+// restartByHand starts a killed member again outside the provider, as a person (or an init
+// system the provider does not know of) would: the same command, directory and environment,
+// a new process. It is stopped when the test ends.
+func restartByHand(t *testing.T, p memberProcess) {
+	t.Helper()
+	cmd := exec.Command(p.argv[0], p.argv[1:]...) //nolint:gosec // The command line of a member this test killed.
+	cmd.Dir, cmd.Env = p.dir, p.environ
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("cannot restart %s: %v", p.argv[0], err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+}
+
+// processOf reads what it takes to start the process again: its command line, directory
+// and environment.
+func processOf(t *testing.T, pid int) memberProcess {
+	t.Helper()
+	read := func(what string) []string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, what))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	}
+	dir, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return memberProcess{argv: read("cmdline"), dir: dir, environ: read("environ")}
+}
+
+// Issue 11, finding 8: after 2 of 3 members died and came back healthy (started again
+// outside the provider, so with processes it did not record), the cluster stayed QuorumLost:
+// the provider trusted its records over etcd. etcd's own answer must win.
+func TestEtcdClusterSeesMembersThatComeBack(t *testing.T) {
+	t.Parallel()
+	ns := etcdNamespace(t, "etcd-back")
+	cr := runningCluster(t, newEtcdCluster(ns, "phoenix", etcdNew, 3), clusterIs(3, etcdNew))
+	before := map[string]string{}
+	for _, m := range cr.Status.AtProvider.Members {
+		before[m.Name] = m.ID
+	}
+
+	killed := loseQuorum(t, cr)
+	for _, p := range killed {
+		restartByHand(t, p)
+	}
+	waitCluster(t, cr, clusterIs(3, etcdNew))
+	for _, m := range cr.Status.AtProvider.Members {
+		if before[m.Name] != m.ID {
+			t.Errorf("member %s (ID %s) is not one of the members before the outage %v: the provider replaced members that came back", m.Name, m.ID, before)
+		}
+	}
+	if err := env.Kube.Delete(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+}
+
+// progressSeen is what status.atProvider said while a change ran.
+type progressSeen struct {
+	remaining []int32
+	refused   []string
+}
+
+// watchProgress polls the cluster's status until the returned function is called, and returns
+// the distinct values of remaining and refused it saw.
+func watchProgress(t *testing.T, cr *v1alpha1.EtcdCluster) func() progressSeen {
+	t.Helper()
+	key := client.ObjectKeyFromObject(cr)
+	done := make(chan struct{})
+	result := make(chan progressSeen)
+	go func() {
+		var seen progressSeen
+		for {
+			got := &v1alpha1.EtcdCluster{}
+			if err := env.Kube.Get(context.Background(), key, got); err == nil {
+				at := got.Status.AtProvider
+				if !slices.Contains(seen.remaining, at.Remaining) {
+					seen.remaining = append(seen.remaining, at.Remaining)
+				}
+				if at.Refused != "" && !slices.Contains(seen.refused, at.Refused) {
+					seen.refused = append(seen.refused, at.Refused)
+				}
+			}
+			select {
+			case <-done:
+				result <- seen
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() progressSeen {
+		close(done)
+		return <-result
+	}
+}
+
+// runningCluster creates cr and waits until it is as check wants.
+func runningCluster(t *testing.T, cr *v1alpha1.EtcdCluster, check func(*v1alpha1.EtcdCluster) error) *v1alpha1.EtcdCluster {
+	t.Helper()
+	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	waitCluster(t, cr, check)
+	return cr
 }

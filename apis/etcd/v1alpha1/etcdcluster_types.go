@@ -179,6 +179,14 @@ type EtcdClusterObservation struct {
 	Endpoints []string            `json:"endpoints,omitempty"`
 	// NextStep is what the provider does next, or why it waits.
 	NextStep string `json:"nextStep,omitempty"`
+	// Remaining is how many member changes (an add, a removal, or a replacement, which is
+	// both) the change in progress still needs, the next step included: an upgrade of three
+	// members starts at 3.
+	Remaining int32 `json:"remaining,omitempty"`
+	// Refused is etcd's reason for refusing the last membership change the provider tried.
+	// etcd refuses changes for a few seconds after a member joins; the provider retries the
+	// same change (on the same machine) and clears this once it goes through.
+	Refused string `json:"refused,omitempty"`
 	// CASecretName names the Secret holding the cluster's CA (in the resource's namespace).
 	CASecretName string `json:"caSecretName,omitempty"`
 	// ClientCertificateNotAfter is when the client certificate in the connection Secret

@@ -9,11 +9,13 @@ package etcdcluster
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -318,7 +320,31 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 		if done || e.now().After(deadline) {
 			return managed.ExternalUpdate{ConnectionDetails: connectionDetails(o, a)}, nil
 		}
+		e.reportProgress(ctx, cr)
 		o = nil
+	}
+}
+
+// reportProgress writes where the change is (phase, next step, remaining, refusal) between
+// the steps of one Update, so that a change of several steps (an upgrade of five members takes
+// ten) shows its progress: the reconciler writes status only when Update returns. It is a
+// merge patch of those fields alone, so a cache that lags cannot make it conflict, and the
+// resource's version is carried over so the reconciler's own write at the end goes through.
+// Best effort: that write says the same.
+func (e *external) reportProgress(ctx context.Context, cr *v1alpha1.EtcdCluster) {
+	if e.kube == nil {
+		return
+	}
+	at := cr.Status.AtProvider
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"atProvider": map[string]any{
+		"phase": at.Phase, "nextStep": at.NextStep, "remaining": at.Remaining, "refused": at.Refused,
+	}}})
+	if err != nil {
+		return
+	}
+	written := cr.DeepCopy()
+	if err := e.kube.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, patch)); err == nil {
+		cr.SetResourceVersion(written.GetResourceVersion())
 	}
 }
 
@@ -327,6 +353,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 func (e *external) step(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority, o *observation, next etcd.Action) (done bool, err error) {
 	switch next.Type {
 	case etcd.None:
+		cr.Status.AtProvider.Refused = ""
 		return true, nil
 	case etcd.Blocked:
 		return true, errors.New(next.Reason)
@@ -340,8 +367,13 @@ func (e *external) step(ctx context.Context, cr *v1alpha1.EtcdCluster, s setting
 	err = e.execute(ctx, cr, s, a, o, next)
 	if etcdclient.IsRetryable(err) {
 		// etcd refuses membership changes for a few seconds after a join, and promotes a
-		// learner only once it caught up: expected, not an error.
+		// learner only once it caught up: expected, not an error. Status says why the step
+		// waits; the retry is the same step on the same machine.
+		cr.Status.AtProvider.Refused = strings.TrimSpace(fmt.Sprintf("%s %s", next.Type, next.Member)) + ": " + err.Error() + " (retrying)"
 		return false, e.sleep(ctx, time.Second)
+	}
+	if err == nil {
+		cr.Status.AtProvider.Refused = ""
 	}
 	return false, err
 }

@@ -21,15 +21,15 @@ import (
 )
 
 const (
-	errAllocate     = "cannot allocate a machine"
-	errStart        = "cannot start a member"
-	errAddLearner   = "cannot add a learner to the cluster"
-	errPromote      = "cannot promote a learner"
-	errRemoveMember = "cannot remove a member"
-	errMoveLeader   = "cannot move leadership"
-	errFmtNoMember  = "member %s is not in the observation"
-	errAddress      = "the machine's address is not an IP address"
-	errNotReady     = "the members started but the cluster did not elect a leader in time"
+	errAllocate      = "cannot allocate a machine"
+	errStart         = "cannot start a member"
+	errFmtAddLearner = "cannot add learner %s to the cluster"
+	errPromote       = "cannot promote a learner"
+	errRemoveMember  = "cannot remove a member"
+	errMoveLeader    = "cannot move leadership"
+	errFmtNoMember   = "member %s is not in the observation"
+	errAddress       = "the machine's address is not an IP address"
+	errNotReady      = "the members started but the cluster did not elect a leader in time"
 
 	reasonBootstrapped    = event.Reason("Bootstrapped")
 	reasonAddedMember     = event.Reason("AddedMember")
@@ -51,15 +51,16 @@ func (e *external) execute(ctx context.Context, cr *v1alpha1.EtcdCluster, s sett
 	key := clusterKey(cr)
 	switch next.Type {
 	case etcd.AddMember:
-		name := nextName(cr, o)
-		m, err := e.machines.Allocate(ctx, key, name)
+		m, err := e.machineForAdd(ctx, cr, o, next)
 		if err != nil {
-			return errors.Wrap(err, errAllocate)
+			return err
 		}
+		name := m.Name
 		added, members, err := o.cluster.AddLearner(ctx, m.PeerURL)
 		if err != nil {
-			// The machine runs nothing: the next observation deletes it as an orphan.
-			return errors.Wrap(err, errAddLearner)
+			// The machine runs nothing and stays allocated: the planner keeps it as the
+			// spare the retry of this add uses.
+			return errors.Wrapf(err, errFmtAddLearner, name)
 		}
 		e.record.Event(cr, event.Normal(reasonAddedMember, fmt.Sprintf("Added learner %s (%s, etcd %s): %s", name, m.Address, next.Version, next.Reason)))
 		return e.start(ctx, cr, s, a, m, next.Version, initialCluster(members, added.ID, name, m.PeerURL))
@@ -115,6 +116,18 @@ func (e *external) execute(ctx context.Context, cr *v1alpha1.EtcdCluster, s sett
 		return nil
 	}
 	return nil
+}
+
+// machineForAdd is the machine of the member an add makes: the spare an earlier, refused add
+// allocated (the planner names it), or a new one with a name never given before.
+func (e *external) machineForAdd(ctx context.Context, cr *v1alpha1.EtcdCluster, o *observation, next etcd.Action) (machines.Machine, error) {
+	if next.Member != "" {
+		if spare, ok := o.byName(next.Member); ok && spare.machine != nil {
+			return *spare.machine, nil
+		}
+	}
+	m, err := e.machines.Allocate(ctx, clusterKey(cr), nextName(cr, o))
+	return m, errors.Wrap(err, errAllocate)
 }
 
 // start issues the member's certificate and starts it on its machine.

@@ -47,9 +47,11 @@ type observation struct {
 }
 
 func (e *external) observe(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority, ms []machines.Machine) (*observation, error) {
+	// Every machine that was ever started: what the backend remembers of a process (its
+	// PID, say) may be out of date, and etcd itself says who answers.
 	var endpoints []string
 	for _, m := range ms {
-		if m.State == machines.Running {
+		if m.State != machines.Allocated && m.ClientURL != "" {
 			endpoints = append(endpoints, m.ClientURL)
 		}
 	}
@@ -135,7 +137,12 @@ func (o *observation) join(ctx context.Context, cl etcdclient.Cluster, raw []etc
 				votes[m.status.Leader]++
 			}
 		}
-		m.plan.Healthy = m.status != nil && m.plan.Machine == etcd.MachineRunning
+		// etcd's word wins: a member that answers runs, whatever its machine's record says
+		// (a member restarted outside the provider has a new process).
+		m.plan.Healthy = m.status != nil
+		if m.plan.Healthy && m.plan.Machine == etcd.MachineStopped {
+			m.plan.Machine = etcd.MachineRunning
+		}
 		if !m.plan.Healthy {
 			m.plan.UnhealthySince = now
 			if since, ok := unhealthySince[m.plan.Name]; ok && since.Before(now) {
@@ -153,13 +160,13 @@ func (o *observation) join(ctx context.Context, cl etcdclient.Cluster, raw []etc
 	slices.SortFunc(o.members, func(a, b member) int { return compareNames(a.plan.Name, b.plan.Name) })
 }
 
-// statuses asks every member with a running machine about itself, concurrently; a member that
-// does not answer within statusTimeout is unhealthy.
+// statuses asks every member that was started about itself, concurrently; a member that does
+// not answer within statusTimeout is unhealthy.
 func (o *observation) statuses(ctx context.Context, cl etcdclient.Cluster) {
 	var wg sync.WaitGroup
 	for i := range o.members {
 		m := &o.members[i]
-		if m.machine == nil || m.machine.State != machines.Running || m.clientURL == "" || m.plan.ID == 0 {
+		if m.clientURL == "" || m.plan.ID == 0 || (m.machine != nil && m.machine.State == machines.Allocated) {
 			continue
 		}
 		wg.Go(func() {
@@ -225,7 +232,7 @@ func (o *observation) writeStatus(cr *v1alpha1.EtcdCluster) {
 	at.Phase = o.next.Phase
 	at.ClusterID = strconv.FormatUint(o.clusterID, 16)
 	at.CASecretName = caSecretName(cr)
-	at.NextStep = ""
+	at.NextStep, at.Remaining = "", int32(o.next.Remaining) //nolint:gosec // A handful of members.
 	if o.next.Type != etcd.None {
 		at.NextStep = o.next.Reason
 	}
