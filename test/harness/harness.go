@@ -29,8 +29,10 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -76,6 +78,8 @@ type Env struct {
 	EtcdBinaries string
 
 	stop        func()
+	scheme      *kruntime.Scheme
+	opts        Options
 	apiEnv      *envtest.Environment
 	machinesDir string
 }
@@ -89,6 +93,9 @@ func RepoRoot() string {
 // Options tune the provider the harness runs.
 type Options struct {
 	Poll time.Duration
+	// Crash, when set, stops the provider right after the external create it matches, as if
+	// the process had been killed there (see Crash).
+	Crash *Crash
 }
 
 // Start brings up the control plane and the provider. Call Stop when done.
@@ -123,7 +130,7 @@ func Start(o Options) (*Env, error) {
 		return nil, fmt.Errorf("cannot set up local machines for etcd members: %w", err)
 	}
 
-	e := &Env{CloudsYAML: clouds, Logins: &atomic.Int64{}, Requests: &RequestLog{}, Logs: &LogBuffer{}, Machines: lm, EtcdBinaries: etcdBinaries, machinesDir: machinesDir}
+	e := &Env{CloudsYAML: clouds, Logins: &atomic.Int64{}, Requests: &RequestLog{}, Logs: logs, Machines: lm, EtcdBinaries: etcdBinaries, machinesDir: machinesDir}
 	e.apiEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "package", "crds")},
 		ErrorIfCRDPathMissing: true,
@@ -160,24 +167,39 @@ func Start(o Options) (*Env, error) {
 	return e, nil
 }
 
+// logs holds everything every provider of this process logged, at debug level (what --debug
+// prints), so tests can search it (for secrets, say); the test's output shows it with
+// TEST_DEBUG set. controller-runtime's logger is global: it is set once, for all Envs.
+var (
+	logs       = &LogBuffer{}
+	setLogOnce sync.Once
+)
+
 func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
-	// Everything the provider logs at debug level (what --debug prints) is kept, so tests can
-	// search it (for secrets, say); the test's output shows it with TEST_DEBUG set.
-	var out io.Writer = e.Logs
-	if os.Getenv("TEST_DEBUG") != "" {
-		out = io.MultiWriter(os.Stderr, e.Logs)
-	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(out), zap.Level(zapcore.DebugLevel)))
+	setLogOnce.Do(func() {
+		var out io.Writer = logs
+		if os.Getenv("TEST_DEBUG") != "" {
+			out = io.MultiWriter(os.Stderr, logs)
+		}
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(out), zap.Level(zapcore.DebugLevel)))
+	})
+	e.scheme, e.opts = s, o
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:  s,
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Crash tests run a second provider, and restart it, in this process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return err
 	}
 	log := logging.NewLogrLogger(ctrl.Log.WithName("provider"))
 	wrap := func(rt http.RoundTripper) http.RoundTripper {
-		return &counting{next: rt, logins: e.Logins, all: e.Requests}
+		var next http.RoundTripper = rt
+		if o.Crash != nil {
+			next = &crashing{next: rt, crash: o.Crash}
+		}
+		return &counting{next: next, logins: e.Logins, all: e.Requests}
 	}
 	sessions := openstack.NewSessionCache(openstack.SessionOptions{
 		UserAgent:     "provider-stackservices/integration-test",
@@ -210,6 +232,71 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 	}()
 	e.stop = func() { cancel(); <-done }
 	return nil
+}
+
+// Restart stops the provider and starts it again, as a restarted process would be: new
+// session cache, new controllers, nothing remembered but what the API server holds. A Crash
+// that fired stays spent.
+func (e *Env) Restart() error {
+	if e.stop != nil {
+		e.stop()
+	}
+	return e.startProvider(e.scheme, e.opts)
+}
+
+// A Crash stops the provider the moment an external create it matches has succeeded: the
+// response never reaches the controller, so the controller records nothing of what it made,
+// as if the process had been killed right after the create. It fires once; the test then
+// calls Env.Restart.
+type Crash struct {
+	// Match says whether a request is the create to crash after.
+	Match func(*http.Request) bool
+
+	once  sync.Once
+	fired chan struct{}
+	mu    sync.Mutex
+}
+
+// Fired is closed once the create was made and the provider frozen.
+func (c *Crash) Fired() <-chan struct{} { return c.channel() }
+
+func (c *Crash) channel() chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fired == nil {
+		c.fired = make(chan struct{})
+	}
+	return c.fired
+}
+
+// crashing lets the matched create through, then holds its response until the request is
+// cancelled (the provider stops) and fails it.
+type crashing struct {
+	next  http.RoundTripper
+	crash *Crash
+}
+
+func (c *crashing) RoundTrip(r *http.Request) (*http.Response, error) {
+	select {
+	case <-c.crash.Fired():
+		return c.next.RoundTrip(r)
+	default:
+	}
+	if !c.crash.Match(r) {
+		return c.next.RoundTrip(r)
+	}
+	rsp, err := c.next.RoundTrip(r)
+	if err != nil || rsp.StatusCode >= 300 {
+		return rsp, err
+	}
+	_ = rsp.Body.Close()
+	fired := false
+	c.crash.once.Do(func() { close(c.crash.channel()); fired = true })
+	if !fired {
+		return nil, fmt.Errorf("the provider crashed")
+	}
+	<-r.Context().Done()
+	return nil, fmt.Errorf("the provider was killed after this request succeeded")
 }
 
 // Stop stops the provider and the control plane, and every etcd member the tests left.
@@ -321,7 +408,6 @@ func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(r)
 }
 
-// A RequestLog records "METHOD /path" of every request, for tests that count API calls.
 // A LogBuffer keeps what the provider logs; safe for concurrent use.
 type LogBuffer struct {
 	mu  sync.Mutex
@@ -348,6 +434,7 @@ func (b *LogBuffer) Len() int {
 	return b.buf.Len()
 }
 
+// A RequestLog records "METHOD /path" of every request, for tests that count API calls.
 type RequestLog struct {
 	mu    sync.Mutex
 	all   []string

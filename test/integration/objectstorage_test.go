@@ -92,8 +92,13 @@ func gone(t *testing.T, obj client.Object) {
 // keysOf reads an S3 client config from a Contract's connection Secret, exactly as an app
 // would: the AWS_* and S3_ENDPOINT keys.
 func keysOf(t testing.TB, ns, secret string) (s3.Config, error) {
+	return keysIn(env.Kube, ns, secret)
+}
+
+// keysIn reads the keys from the Secret through kube (the API server of another test bed).
+func keysIn(kube client.Reader, ns, secret string) (s3.Config, error) {
 	s := &corev1.Secret{}
-	if err := env.Kube.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: secret}, s); err != nil {
+	if err := kube.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: secret}, s); err != nil {
 		return s3.Config{}, err
 	}
 	c := s3.Config{
@@ -103,12 +108,12 @@ func keysOf(t testing.TB, ns, secret string) (s3.Config, error) {
 		Region:          string(s.Data["AWS_REGION"]),
 	}
 	if c.AccessKeyID == "" || c.SecretAccessKey == "" || c.Endpoint == "" || c.Region == "" {
-		return c, fmt.Errorf("the Secret %s lacks keys: %v", secret, keysIn(s))
+		return c, fmt.Errorf("the Secret %s lacks keys: %v", secret, dataKeys(s))
 	}
 	return c, nil
 }
 
-func keysIn(s *corev1.Secret) []string {
+func dataKeys(s *corev1.Secret) []string {
 	var out []string
 	for k := range s.Data {
 		out = append(out, k)

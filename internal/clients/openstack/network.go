@@ -65,12 +65,16 @@ type Port struct {
 type SecurityGroups interface {
 	// GetSecurityGroup returns the group with its rules in one call.
 	GetSecurityGroup(ctx context.Context, id string) (*SecurityGroup, error)
-	// ListSecurityGroupsByTag returns the groups that carry a tag.
+	// ListSecurityGroupsByTag returns the groups that carry a tag, and the groups that
+	// CreateSecurityGroup was creating with it as their identity when it was cut short.
 	ListSecurityGroupsByTag(ctx context.Context, tag string) ([]SecurityGroup, error)
-	// CreateSecurityGroup creates a group carrying the supplied tags. Neutron before 2023.2
-	// cannot tag in the create call, so tagging may be a second call: when it fails, the
-	// created group is returned with the error, so that the caller can still record its ID.
-	CreateSecurityGroup(ctx context.Context, s SecurityGroupSettings, tags []string) (*SecurityGroup, error)
+	// CreateSecurityGroup creates a group carrying the supplied tags, among them identity:
+	// the tag ListSecurityGroupsByTag finds the group by, however the create ends. Neutron
+	// before 2023.2 cannot tag in the create call: there the group is created with identity
+	// as its description, tagged, then given its description, so that a process killed in
+	// between leaves a group that can be found. When a later call fails, the created group is
+	// returned with the error, so that the caller can still record its ID.
+	CreateSecurityGroup(ctx context.Context, s SecurityGroupSettings, tags []string, identity string) (*SecurityGroup, error)
 	// UpdateSecurityGroup changes a group's attributes if its revision is still the supplied
 	// one (zero skips the check).
 	UpdateSecurityGroup(ctx context.Context, id string, s SecurityGroupSettings, revision int64) (*SecurityGroup, error)
@@ -121,25 +125,46 @@ func (n *neutron) GetSecurityGroup(ctx context.Context, id string) (*SecurityGro
 }
 
 func (n *neutron) ListSecurityGroupsByTag(ctx context.Context, tag string) ([]SecurityGroup, error) {
-	var body struct {
-		SecurityGroups []SecurityGroup `json:"security_groups"`
-	}
-	q := url.Values{"tags": []string{tag}}
-	_, err := n.c.Get(ctx, n.c.ServiceURL("security-groups")+"?"+q.Encode(), &body, nil)
+	found, err := n.listSecurityGroups(ctx, url.Values{"tags": []string{tag}}, func(sg SecurityGroup) bool { return slices.Contains(sg.Tags, tag) })
 	if err != nil {
 		return nil, err
 	}
-	// Filter again: a Neutron without tag filtering would return every group.
+	tagOnCreate, err := n.extensions.has(ctx, n.c, "tag-creation")
+	if err != nil || tagOnCreate {
+		return found, err
+	}
+	// A create cut short between its calls left the identity in the description.
+	marked, err := n.listSecurityGroups(ctx, url.Values{"description": []string{tag}}, func(sg SecurityGroup) bool { return sg.Description == tag })
+	if err != nil {
+		return nil, err
+	}
+	for _, sg := range marked {
+		if !slices.ContainsFunc(found, func(f SecurityGroup) bool { return f.ID == sg.ID }) {
+			found = append(found, sg)
+		}
+	}
+	return found, nil
+}
+
+// listSecurityGroups lists the groups the query selects, keeping those keep accepts: a
+// Neutron that ignores a filter returns every group.
+func (n *neutron) listSecurityGroups(ctx context.Context, q url.Values, keep func(SecurityGroup) bool) ([]SecurityGroup, error) {
+	var body struct {
+		SecurityGroups []SecurityGroup `json:"security_groups"`
+	}
+	if _, err := n.c.Get(ctx, n.c.ServiceURL("security-groups")+"?"+q.Encode(), &body, nil); err != nil {
+		return nil, err
+	}
 	out := body.SecurityGroups[:0]
 	for _, sg := range body.SecurityGroups {
-		if slices.Contains(sg.Tags, tag) {
+		if keep(sg) {
 			out = append(out, sg)
 		}
 	}
 	return out, nil
 }
 
-func (n *neutron) CreateSecurityGroup(ctx context.Context, s SecurityGroupSettings, tags []string) (*SecurityGroup, error) {
+func (n *neutron) CreateSecurityGroup(ctx context.Context, s SecurityGroupSettings, tags []string, identity string) (*SecurityGroup, error) {
 	tagOnCreate, err := n.extensions.has(ctx, n.c, "tag-creation")
 	if err != nil {
 		return nil, err
@@ -153,6 +178,8 @@ func (n *neutron) CreateSecurityGroup(ctx context.Context, s SecurityGroupSettin
 	req.SecurityGroup.SecurityGroupSettings = s
 	if tagOnCreate {
 		req.SecurityGroup.Tags = tags
+	} else if identity != "" {
+		req.SecurityGroup.Description = identity
 	}
 	var body struct {
 		SecurityGroup SecurityGroup `json:"security_group"`
@@ -161,13 +188,23 @@ func (n *neutron) CreateSecurityGroup(ctx context.Context, s SecurityGroupSettin
 		return nil, err
 	}
 	sg := &body.SecurityGroup
-	if tagOnCreate || len(tags) == 0 {
+	if tagOnCreate || (len(tags) == 0 && identity == "") {
 		return sg, nil
 	}
-	if err := n.ReplaceSecurityGroupTags(ctx, sg.ID, tags); err != nil {
-		return sg, err
+	if len(tags) > 0 {
+		if err := n.ReplaceSecurityGroupTags(ctx, sg.ID, tags); err != nil {
+			return sg, err
+		}
+		sg.Tags = tags
 	}
-	sg.Tags = tags
+	if sg.Description != s.Description {
+		updated, err := n.UpdateSecurityGroup(ctx, sg.ID, s, 0)
+		if err != nil {
+			return sg, err
+		}
+		updated.Tags = sg.Tags
+		sg = updated
+	}
 	return sg, nil
 }
 

@@ -132,9 +132,10 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 	cr.Status.AtProvider = observation(sg)
 	// Fields left unset are filled in from Neutron so that an imported group is not renamed.
 	// A group this resource created already has them (its defaults): filling them in would
-	// only be a spec update racing the create's own writes.
+	// only be a spec update racing the create's own writes, and a group adopted from a create
+	// cut short may still carry the description its create marked it with.
 	lateInit := false
-	if meta.GetExternalCreateSucceeded(cr).IsZero() {
+	if meta.GetExternalCreateSucceeded(cr).IsZero() && !adopted {
 		lateInit = lateInitialize(&cr.Spec.ForProvider, sg)
 	}
 	if meta.WasDeleted(cr) {
@@ -182,7 +183,7 @@ func (e *external) findCreatedFor(ctx context.Context, cr *v1alpha1.SecurityGrou
 }
 
 func (e *external) Create(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalCreation, error) {
-	sg, err := e.groups.CreateSecurityGroup(ctx, desiredSettings(cr), desiredTags(cr))
+	sg, err := e.groups.CreateSecurityGroup(ctx, desiredSettings(cr), desiredTags(cr), identityTag(cr))
 	if sg != nil {
 		// Recorded even when tagging failed: the reconciler persists it with the error.
 		meta.SetExternalName(cr, sg.ID)

@@ -51,7 +51,7 @@ func (f *fakeNeutron) ListSecurityGroupsByTag(_ context.Context, tag string) ([]
 	return f.listByTag(tag)
 }
 
-func (f *fakeNeutron) CreateSecurityGroup(_ context.Context, s openstack.SecurityGroupSettings, tags []string) (*openstack.SecurityGroup, error) {
+func (f *fakeNeutron) CreateSecurityGroup(_ context.Context, s openstack.SecurityGroupSettings, tags []string, _ string) (*openstack.SecurityGroup, error) {
 	if f.create == nil {
 		return nil, errUnexpectedCall
 	}

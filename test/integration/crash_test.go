@@ -1,0 +1,259 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	goopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/ec2credentials"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	objv1alpha1 "github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
+	"github.com/stackservices/provider-stackservices/internal/clients/s3"
+	"github.com/stackservices/provider-stackservices/test/harness"
+)
+
+// Crash safety: the provider is killed right after an external create succeeds (before it
+// records anything of it) and restarted. It must end with exactly one external resource,
+// recorded, and delete it with the managed resource: nothing leaked, nothing made twice.
+// Each test runs its own control plane and provider, so that stopping it stops no other test.
+
+// crashingEnv starts a control plane and a provider that crashes after the create crash
+// matches, in a namespace of its own with the demo credentials.
+func crashingEnv(t *testing.T, crash *harness.Crash) (*harness.Env, string) {
+	t.Helper()
+	e, err := harness.Start(harness.Options{Poll: poll, Crash: crash})
+	if err != nil {
+		t.Fatalf("cannot start a second test bed: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	ns := uniqueName("crash")
+	if err := e.NewNamespace(harness.Ctx(t), ns); err != nil {
+		t.Fatal(err)
+	}
+	return e, ns
+}
+
+// crashAndRestart waits until the crash fired, gives the frozen provider a moment in which a
+// provider that was not frozen would have recorded the create, and restarts it.
+func crashAndRestart(t *testing.T, e *harness.Env, crash *harness.Crash) {
+	t.Helper()
+	select {
+	case <-crash.Fired():
+	case <-time.After(waitReady):
+		t.Fatal("the create the test crashes after never happened")
+	}
+	time.Sleep(time.Second)
+	if err := e.Restart(); err != nil {
+		t.Fatalf("cannot restart the provider: %v", err)
+	}
+}
+
+// requests counts the requests of the provider of e matching "METHOD path-suffix".
+func requests(e *harness.Env, method, suffix string) int {
+	all, _ := e.Requests.Since(0)
+	n := 0
+	for _, r := range all {
+		if strings.HasPrefix(r, method+" ") && strings.HasSuffix(r, suffix) {
+			n++
+		}
+	}
+	return n
+}
+
+func waitReadyIn[T interface {
+	client.Object
+	resource.Conditioned
+}](t *testing.T, e *harness.Env, obj T) {
+	t.Helper()
+	harness.Eventually(t, waitReady, fmt.Sprintf("%T %s Ready after the restart", obj, obj.GetName()), func() error {
+		if err := e.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		return harness.ConditionIs(obj, xpv2.TypeReady, "True")
+	})
+}
+
+func goneIn(t *testing.T, e *harness.Env, obj client.Object) {
+	t.Helper()
+	if err := e.Kube.Delete(harness.Ctx(t), obj); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, time.Minute, fmt.Sprintf("%T %s deleted", obj, obj.GetName()), func() error {
+		err := e.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(obj), obj)
+		if err == nil {
+			return fmt.Errorf("still exists")
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
+
+func TestCrashAfterSecurityGroupCreate(t *testing.T) {
+	t.Parallel()
+	crash := &harness.Crash{Match: func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/security-groups")
+	}}
+	e, ns := crashingEnv(t, crash)
+	sg := newSecurityGroup(ns, "survivor", v1alpha1.SecurityGroupParameters{Rules: []v1alpha1.SecurityGroupRule{rule("ingress", "IPv4", "tcp", 22, 22, "10.0.0.0/8")}})
+	if err := e.Kube.Create(harness.Ctx(t), sg); err != nil {
+		t.Fatal(err)
+	}
+	crashAndRestart(t, e, crash)
+	waitReadyIn(t, e, sg)
+
+	tagged := func() []groups.SecGroup {
+		pages, err := groups.List(env.Neutron, groups.ListOpts{Tags: "crossplane-uid:" + string(sg.GetUID())}).AllPages(harness.Ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs, err := groups.ExtractGroups(pages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gs
+	}
+	gs := tagged()
+	if len(gs) != 1 || gs[0].ID != meta.GetExternalName(sg) {
+		t.Fatalf("groups made for the resource: %d, want exactly one with the external name %q", len(gs), meta.GetExternalName(sg))
+	}
+	if n := requests(e, "POST", "/security-groups"); n != 1 {
+		t.Errorf("the provider created %d groups, want 1", n)
+	}
+	waitForNeutronRules(t, gs[0].ID, egress4, egress6, "ingress/IPv4/tcp/22-22/10.0.0.0/8")
+	harness.Eventually(t, waitReady, "the adopted group's description as declared", func() error {
+		got, err := groups.Get(harness.Ctx(t), env.Neutron, gs[0].ID).Extract()
+		if err != nil {
+			return err
+		}
+		if got.Description != "" || !slices.Contains(got.Tags, "crossplane-uid:"+string(sg.GetUID())) {
+			return fmt.Errorf("description %q, tags %v", got.Description, got.Tags)
+		}
+		return nil
+	})
+	goneIn(t, e, sg)
+	if gs := tagged(); len(gs) != 0 {
+		t.Errorf("%d groups left after the delete", len(gs))
+	}
+}
+
+func TestCrashAfterContractCreate(t *testing.T) {
+	t.Parallel()
+	crash := &harness.Crash{Match: func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v3/credentials")
+	}}
+	e, ns := crashingEnv(t, crash)
+	c := newContract(ns, "survivor", objv1alpha1.ContractParameters{})
+	if err := e.Kube.Create(harness.Ctx(t), c); err != nil {
+		t.Fatal(err)
+	}
+	crashAndRestart(t, e, crash)
+	waitReadyIn(t, e, c)
+	access := meta.GetExternalName(c)
+	if access == "" || c.GetAnnotations()["objectstorage.stackservices.io/pending-access-key"] != "" {
+		t.Fatalf("after the restart: external name %q, annotations %v; want the key recorded and nothing pending", access, c.GetAnnotations())
+	}
+	if n := requests(e, "POST", "/v3/credentials"); n != 1 {
+		t.Errorf("the provider created %d EC2 credentials, want 1", n)
+	}
+	keys := demoEC2Keys(t, c.Status.AtProvider.UserID)
+	if !slices.Contains(keys, access) {
+		t.Fatalf("the recorded key %s is not in Keystone", access)
+	}
+	goneIn(t, e, c)
+	if slices.Contains(demoEC2Keys(t, c.Status.AtProvider.UserID), access) {
+		t.Errorf("the key %s outlived its Contract", access)
+	}
+}
+
+// demoEC2Keys lists the access keys of the demo user's EC2 credentials.
+func demoEC2Keys(t *testing.T, userID string) []string {
+	t.Helper()
+	cloud, err := openstack.ParseCredentials(env.CloudsYAML, openstack.ParseOptions{Cloud: harness.CloudDemo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := goopenstack.AuthenticatedClient(harness.Ctx(t), cloud.Auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := goopenstack.NewIdentityV3(pc, cloud.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := ec2credentials.List(id, userID).AllPages(harness.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := ec2credentials.ExtractCredentials(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, 0, len(creds))
+	for _, c := range creds {
+		out = append(out, c.Access)
+	}
+	return out
+}
+
+func TestCrashAfterBucketCreate(t *testing.T) {
+	t.Parallel()
+	var name string
+	crash := &harness.Crash{Match: func(r *http.Request) bool {
+		return r.Method == http.MethodPut && r.URL.Path == "/"+name && r.URL.RawQuery == ""
+	}}
+	e, ns := crashingEnv(t, crash)
+	name = bucketName(ns, "survivor")
+	c := newContract(ns, "keys", objv1alpha1.ContractParameters{})
+	if err := e.Kube.Create(harness.Ctx(t), c); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyIn(t, e, c)
+	b := newBucket(ns, "survivor", objv1alpha1.BucketParameters{BucketName: ptr.To(name), ContractRef: &xpv2.Reference{Name: "keys"}})
+	if err := e.Kube.Create(harness.Ctx(t), b); err != nil {
+		t.Fatal(err)
+	}
+	crashAndRestart(t, e, crash)
+	waitReadyIn(t, e, b)
+	if meta.GetExternalName(b) != name {
+		t.Fatalf("external name %q after the restart, want %q", meta.GetExternalName(b), name)
+	}
+	if n := requests(e, "PUT", "/"+name); n != 1 {
+		t.Errorf("the provider created the bucket %d times, want 1", n)
+	}
+	cfg, err := keysOfIn(t, e, ns, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := s3Client(t, cfg)
+	// The bucket is the resource's: deleting the resource deletes it.
+	goneIn(t, e, b)
+	if ok, err := direct.BucketExists(harness.Ctx(t), name); err != nil || ok {
+		t.Errorf("the bucket outlived its Bucket (exists %v, error %v)", ok, err)
+	}
+}
+
+// keysOfIn reads the S3 keys a Contract of e published.
+func keysOfIn(t *testing.T, e *harness.Env, ns string, c *objv1alpha1.Contract) (s3.Config, error) {
+	t.Helper()
+	var cfg s3.Config
+	var err error
+	harness.Eventually(t, waitReady, "the Contract's keys", func() error {
+		cfg, err = keysIn(e.Kube, ns, c.Spec.WriteConnectionSecretToReference.Name)
+		return err
+	})
+	return cfg, err
+}
