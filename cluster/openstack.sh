@@ -2,7 +2,7 @@
 # cluster/openstack.sh: a local OpenStack (Keystone, Neutron, Swift with its S3 API) for the
 # integration tests.
 #
-# Usage: cluster/openstack.sh install | up | down [--purge] | purge | status | env
+# Usage: cluster/openstack.sh install | up | down [--purge] | purge | stop SERVICE | status | env
 #
 #   install  install the Debian packages (fast no-op when they are installed)
 #   up       install, then start memcached, MariaDB, Keystone, Neutron and Swift (account,
@@ -11,6 +11,9 @@
 #            write $RUN_DIR/openstack/env and clouds.yaml
 #   down     stop what `up` started (by PID); data stays so the next `up` is fast
 #   purge    down, then delete all state (same as `down --purge`)
+#   stop     stop one service (memcached, mariadb, keystone, neutron, swift-account,
+#            swift-container, swift-object, swift-proxy), as an outage would; `up` starts it
+#            again (the outage tests do both)
 #   status   show what runs; exit 0 only when every service runs
 #   env      print the path of the env file (source it for OS_*, NEUTRON_URL, SWIFT_URL,
 #            S3_ENDPOINT and S3_REGION)
@@ -855,6 +858,18 @@ cmd_down() {
   fi
 }
 
+cmd_stop() {
+  local svc=${1:-} s
+  for s in "${SERVICES[@]}"; do
+    if [[ $s == "$svc" ]]; then
+      take_lock
+      stop_service "$svc"
+      return 0
+    fi
+  done
+  die "stop: unknown service '$svc' (one of: ${SERVICES[*]})"
+}
+
 cmd_status() {
   # Exit 0 only when every service runs, so callers can tell whether to start (and later stop)
   # the test bed.
@@ -896,10 +911,11 @@ main() {
     up) cmd_up ;;
     down) cmd_down "$@" ;;
     purge) cmd_down --purge ;;
+    stop) cmd_stop "$@" ;;
     status) cmd_status ;;
     env) echo "$ENV_FILE" ;;
     *)
-      echo "usage: $0 install|up|down [--purge]|purge|status|env" >&2
+      echo "usage: $0 install|up|down [--purge]|purge|stop SERVICE|status|env" >&2
       exit 2
       ;;
   esac

@@ -211,3 +211,17 @@ func toUnstructured(t *testing.T, obj client.Object) *unstructured.Unstructured 
 	u.SetName(obj.GetName())
 	return u
 }
+
+// unstructuredConditions maps each condition type of u to its status.
+func unstructuredConditions(u *unstructured.Unstructured) (map[string]string, bool, error) {
+	conds, found, err := unstructured.NestedSlice(u.Object, "status", "conditions")
+	out := map[string]string{}
+	for _, c := range conds {
+		if cm, ok := c.(map[string]any); ok {
+			ty, _ := cm["type"].(string)
+			st, _ := cm["status"].(string)
+			out[ty] = st
+		}
+	}
+	return out, found, err
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,4 +257,63 @@ func keysOfIn(t *testing.T, e *harness.Env, ns string, c *objv1alpha1.Contract) 
 		return err
 	})
 	return cfg, err
+}
+
+// Finding 6: a rotation that could not record its new key deleted it and dropped the delete's
+// error. Killed right after the rotation made its new key, the provider must finish that
+// rotation after a restart: the new key published, the old one kept for its grace period,
+// no third key, and both revoked with the Contract.
+func TestCrashDuringContractRotation(t *testing.T) {
+	t.Parallel()
+	var posts atomic.Int32
+	crash := &harness.Crash{Match: func(r *http.Request) bool {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/v3/credentials") {
+			return false
+		}
+		return posts.Add(1) == 2 // the first is the Contract's create; the second its rotation
+	}}
+	e, ns := crashingEnv(t, crash)
+	c := newContract(ns, "rotating", objv1alpha1.ContractParameters{Rotation: &objv1alpha1.KeyRotation{Request: ptr.To("one")}})
+	if err := e.Kube.Create(harness.Ctx(t), c); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyIn(t, e, c)
+	first := meta.GetExternalName(c)
+	if err := e.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(c), c); err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.ForProvider.Rotation.Request = ptr.To("two")
+	if err := e.Kube.Update(harness.Ctx(t), c); err != nil {
+		t.Fatal(err)
+	}
+	crashAndRestart(t, e, crash)
+	harness.Eventually(t, waitReady, "the rotation finished after the restart", func() error {
+		if err := e.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(c), c); err != nil {
+			return err
+		}
+		if meta.GetExternalName(c) == first || c.Status.AtProvider.PreviousAccessKeyID != first {
+			return fmt.Errorf("current %s, previous %s (first key %s)", meta.GetExternalName(c), c.Status.AtProvider.PreviousAccessKeyID, first)
+		}
+		return harness.ConditionIs(c, xpv2.TypeReady, "True")
+	})
+	second := meta.GetExternalName(c)
+	if n := requests(e, "POST", "/v3/credentials"); n != 2 {
+		t.Errorf("the provider created %d EC2 credentials, want 2 (the create and one rotation)", n)
+	}
+	keys := demoEC2Keys(t, c.Status.AtProvider.UserID)
+	if !slices.Contains(keys, first) || !slices.Contains(keys, second) {
+		t.Errorf("Keystone holds %v, want both %s (in its grace period) and %s", keys, first, second)
+	}
+	cfg, err := keysOfIn(t, e, ns, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AccessKeyID != second {
+		t.Errorf("the Secret holds %s, want the rotated key %s", cfg.AccessKeyID, second)
+	}
+	goneIn(t, e, c)
+	keys = demoEC2Keys(t, c.Status.AtProvider.UserID)
+	if slices.Contains(keys, first) || slices.Contains(keys, second) {
+		t.Errorf("keys outlived their Contract: %v", keys)
+	}
 }
