@@ -13,7 +13,10 @@ import (
 // stored before its CRD validated the field (or written around validation) would stop the
 // provider from reconciling every object of its kind in every namespace. A string always
 // decodes; Parse reports the bad value for that one object. The pattern below, and each field's
-// CEL bounds, refuse bad values at admission, so new objects never hold a bad value.
+// CEL bounds, refuse bad values at admission, so new objects never hold a bad value. The CEL
+// rules check the pattern before they call duration(): an error in a rule is not ratcheted,
+// so an unguarded rule would refuse every write (status included) to an object stored with
+// a bad value, and the provider could not even say what is wrong with it.
 // +kubebuilder:validation:MaxLength=32
 // +kubebuilder:validation:Pattern=`^([0-9]+([.][0-9]+)?(h|m|s))+$`
 type Duration string

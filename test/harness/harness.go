@@ -25,6 +25,7 @@ import (
 	goopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -49,6 +50,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	providercontroller "github.com/stackservices/provider-stackservices/internal/controller"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
+	"github.com/stackservices/provider-stackservices/internal/machines"
 	"github.com/stackservices/provider-stackservices/internal/machines/local"
 )
 
@@ -96,6 +98,9 @@ type Options struct {
 	// Crash, when set, stops the provider right after the external create it matches, as if
 	// the process had been killed there (see Crash).
 	Crash *Crash
+	// MachineAddresses are the loopback addresses of the etcd members this provider runs
+	// (zero: 127.0.4.1-254). Test beds running at the same time need ranges of their own.
+	MachineAddresses local.AddressRange
 }
 
 // Start brings up the control plane and the provider. Call Stop when done.
@@ -123,9 +128,11 @@ func Start(o Options) (*Env, error) {
 		return nil, err
 	}
 	// Addresses of their own, away from `make dev`'s members (127.0.2.x) that may be running.
-	lm, err := local.New(local.Options{Dir: machinesDir, BinariesDir: etcdBinaries, AddressRange: local.AddressRange{
-		First: netip.MustParseAddr("127.0.4.1"), Last: netip.MustParseAddr("127.0.4.254"),
-	}})
+	addresses := o.MachineAddresses
+	if !addresses.First.IsValid() {
+		addresses = local.AddressRange{First: netip.MustParseAddr("127.0.4.1"), Last: netip.MustParseAddr("127.0.4.254")}
+	}
+	lm, err := local.New(local.Options{Dir: machinesDir, BinariesDir: etcdBinaries, AddressRange: addresses})
 	if err != nil {
 		return nil, fmt.Errorf("cannot set up local machines for etcd members: %w", err)
 	}
@@ -142,7 +149,7 @@ func Start(o Options) (*Env, error) {
 	e.Config = cfg
 
 	s := kruntime.NewScheme()
-	for _, add := range []func(*kruntime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme} {
+	for _, add := range []func(*kruntime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apis.AddToScheme} {
 		if err := add(s); err != nil {
 			_ = e.apiEnv.Stop()
 			return nil, err
@@ -218,6 +225,9 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 		WrapTransport: wrap,
 		LocalMachines: e.Machines,
 	}
+	if o.Crash != nil && o.Crash.AfterMachineStart != nil {
+		mo.LocalMachines = &crashingMachines{Machines: e.Machines, crash: o.Crash}
+	}
 	mo.Features.Enable(feature.EnableBetaManagementPolicies)
 	if err := providercontroller.SetupGated(mgr, mo); err != nil {
 		return err
@@ -251,6 +261,9 @@ func (e *Env) Restart() error {
 type Crash struct {
 	// Match says whether a request is the create to crash after.
 	Match func(*http.Request) bool
+	// AfterMachineStart says whether the start of an etcd member's machine is the create to
+	// crash after.
+	AfterMachineStart func(cluster, member string) bool
 
 	once  sync.Once
 	fired chan struct{}
@@ -290,13 +303,33 @@ func (c *crashing) RoundTrip(r *http.Request) (*http.Response, error) {
 		return rsp, err
 	}
 	_ = rsp.Body.Close()
-	fired := false
-	c.crash.once.Do(func() { close(c.crash.channel()); fired = true })
-	if !fired {
+	if !c.crash.fire() {
 		return nil, fmt.Errorf("the provider crashed")
 	}
 	<-r.Context().Done()
 	return nil, fmt.Errorf("the provider was killed after this request succeeded")
+}
+
+// fire marks the crash as happened; false when it already had.
+func (c *Crash) fire() bool {
+	fired := false
+	c.once.Do(func() { close(c.channel()); fired = true })
+	return fired
+}
+
+// crashingMachines freezes the provider after the member start the crash matches.
+type crashingMachines struct {
+	machines.Machines
+	crash *Crash
+}
+
+func (c *crashingMachines) Start(ctx context.Context, cluster, name string, cfg machines.MemberConfig) (machines.Machine, error) {
+	m, err := c.Machines.Start(ctx, cluster, name, cfg)
+	if err != nil || !c.crash.AfterMachineStart(cluster, name) || !c.crash.fire() {
+		return m, err
+	}
+	<-ctx.Done()
+	return machines.Machine{}, fmt.Errorf("the provider was killed after this member started")
 }
 
 // Stop stops the provider and the control plane, and every etcd member the tests left.

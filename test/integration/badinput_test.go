@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/common"
@@ -224,4 +227,77 @@ func unstructuredConditions(u *unstructured.Unstructured) (map[string]string, bo
 		}
 	}
 	return out, found, err
+}
+
+// TestABadStoredObjectStopsOnlyItself stores a Contract whose rotation period cannot be
+// parsed ("30days") the way it happens in real clusters: written before the CRD validated the
+// field. Before the fix, the provider then could not list any Contract, and Contracts in every
+// namespace stopped. It runs on a control plane of its own, whose CRD it loosens for a moment.
+func TestABadStoredObjectStopsOnlyItself(t *testing.T) {
+	t.Parallel()
+	e, err := harness.Start(harness.Options{Poll: poll})
+	if err != nil {
+		t.Fatalf("cannot start a second test bed: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	ctx := harness.Ctx(t)
+	ns := uniqueName("stored")
+	if err := e.NewNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+
+	// The CRD as an older release shipped it: no validation of the period.
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := e.Kube.Get(ctx, client.ObjectKey{Name: "contracts.objectstorage.m.stackservices.io"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	strict := crd.DeepCopy()
+	rotation := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["forProvider"].Properties["rotation"]
+	period := rotation.Properties["period"]
+	period.Pattern, period.MaxLength, period.XValidations = "", nil, nil
+	rotation.Properties["period"], rotation.XValidations = period, nil
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["forProvider"].Properties["rotation"] = rotation
+	if err := e.Kube.Update(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	bad := mistakeObject(t, ns, "stored-bad", mistake{kind: "Contract", manifest: `{rotation: {period: 30days}}`})
+	harness.Eventually(t, 30*time.Second, "the loosened CRD takes the bad Contract", func() error {
+		return e.Kube.Create(ctx, bad)
+	})
+	// This release's CRD again.
+	harness.Eventually(t, 30*time.Second, "the CRD restored", func() error {
+		current := &apiextensionsv1.CustomResourceDefinition{}
+		if err := e.Kube.Get(ctx, client.ObjectKey{Name: crd.Name}, current); err != nil {
+			return err
+		}
+		current.Spec = strict.Spec
+		return e.Kube.Update(ctx, current)
+	})
+
+	good := newContract(ns, "stored-good", objv1alpha1.ContractParameters{Rotation: &objv1alpha1.KeyRotation{Period: ptr.To(common.Duration("720h"))}})
+	if err := e.Kube.Create(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, waitReady, "the good Contract Ready next to the bad one", func() error {
+		if err := e.Kube.Get(ctx, client.ObjectKeyFromObject(good), good); err != nil {
+			return err
+		}
+		return harness.ConditionIs(good, xpv2.TypeReady, "True")
+	})
+	harness.Eventually(t, waitReady, "the bad Contract says what is wrong", func() error {
+		u := bad.DeepCopy()
+		if err := e.Kube.Get(ctx, client.ObjectKeyFromObject(bad), u); err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if cm, _ := c.(map[string]any); cm["status"] == "False" && strings.Contains(fmt.Sprint(cm["message"]), `spec.forProvider.rotation.period "30days" is not a duration`) {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %v", conds)
+	})
+	if meta.GetExternalName(bad) != "" {
+		t.Errorf("keys were made for the bad Contract")
+	}
 }

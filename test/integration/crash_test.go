@@ -5,6 +5,7 @@ package integration
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,8 @@ import (
 	goopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/ec2credentials"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,10 +24,12 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	etcdv1alpha1 "github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
 	objv1alpha1 "github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	"github.com/stackservices/provider-stackservices/internal/clients/s3"
+	"github.com/stackservices/provider-stackservices/internal/machines/local"
 	"github.com/stackservices/provider-stackservices/test/harness"
 )
 
@@ -35,9 +40,10 @@ import (
 
 // crashingEnv starts a control plane and a provider that crashes after the create crash
 // matches, in a namespace of its own with the demo credentials.
-func crashingEnv(t *testing.T, crash *harness.Crash) (*harness.Env, string) {
+func crashingEnv(t *testing.T, o harness.Options) (*harness.Env, string) {
 	t.Helper()
-	e, err := harness.Start(harness.Options{Poll: poll, Crash: crash})
+	o.Poll = poll
+	e, err := harness.Start(o)
 	if err != nil {
 		t.Fatalf("cannot start a second test bed: %v", err)
 	}
@@ -108,7 +114,7 @@ func TestCrashAfterSecurityGroupCreate(t *testing.T) {
 	crash := &harness.Crash{Match: func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/security-groups")
 	}}
-	e, ns := crashingEnv(t, crash)
+	e, ns := crashingEnv(t, harness.Options{Crash: crash})
 	sg := newSecurityGroup(ns, "survivor", v1alpha1.SecurityGroupParameters{Rules: []v1alpha1.SecurityGroupRule{rule("ingress", "IPv4", "tcp", 22, 22, "10.0.0.0/8")}})
 	if err := e.Kube.Create(harness.Ctx(t), sg); err != nil {
 		t.Fatal(err)
@@ -156,7 +162,7 @@ func TestCrashAfterContractCreate(t *testing.T) {
 	crash := &harness.Crash{Match: func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v3/credentials")
 	}}
-	e, ns := crashingEnv(t, crash)
+	e, ns := crashingEnv(t, harness.Options{Crash: crash})
 	c := newContract(ns, "survivor", objv1alpha1.ContractParameters{})
 	if err := e.Kube.Create(harness.Ctx(t), c); err != nil {
 		t.Fatal(err)
@@ -216,7 +222,7 @@ func TestCrashAfterBucketCreate(t *testing.T) {
 	crash := &harness.Crash{Match: func(r *http.Request) bool {
 		return r.Method == http.MethodPut && r.URL.Path == "/"+name && r.URL.RawQuery == ""
 	}}
-	e, ns := crashingEnv(t, crash)
+	e, ns := crashingEnv(t, harness.Options{Crash: crash})
 	name = bucketName(ns, "survivor")
 	c := newContract(ns, "keys", objv1alpha1.ContractParameters{})
 	if err := e.Kube.Create(harness.Ctx(t), c); err != nil {
@@ -272,7 +278,7 @@ func TestCrashDuringContractRotation(t *testing.T) {
 		}
 		return posts.Add(1) == 2 // the first is the Contract's create; the second its rotation
 	}}
-	e, ns := crashingEnv(t, crash)
+	e, ns := crashingEnv(t, harness.Options{Crash: crash})
 	c := newContract(ns, "rotating", objv1alpha1.ContractParameters{Rotation: &objv1alpha1.KeyRotation{Request: ptr.To("one")}})
 	if err := e.Kube.Create(harness.Ctx(t), c); err != nil {
 		t.Fatal(err)
@@ -316,4 +322,68 @@ func TestCrashDuringContractRotation(t *testing.T) {
 	if slices.Contains(keys, first) || slices.Contains(keys, second) {
 		t.Errorf("keys outlived their Contract: %v", keys)
 	}
+}
+
+// An etcd member's create is its machine's start. Killed right after a member of a scale-out
+// started, the provider finishes the scale-out after a restart: the started member is
+// promoted, not replaced, no machine is thrown away and no name given twice.
+func TestCrashAfterEtcdMemberStart(t *testing.T) {
+	t.Parallel()
+	name := "scaling"
+	crash := &harness.Crash{AfterMachineStart: func(_, member string) bool { return member == name+"-3" }}
+	e, _ := crashingEnv(t, harness.Options{Crash: crash, MachineAddresses: local.AddressRange{
+		First: netip.MustParseAddr("127.0.6.1"), Last: netip.MustParseAddr("127.0.6.254"),
+	}})
+	ns := uniqueName("etcd-crash")
+	if err := e.Kube.Create(harness.Ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cr := newEtcdCluster(ns, name, etcdNew, 3)
+	if err := e.Kube.Create(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(cr)
+	waitClusterIn := func(want func(*etcdv1alpha1.EtcdCluster) error) {
+		t.Helper()
+		harness.Eventually(t, 3*time.Minute, "EtcdCluster "+key.String()+" as asked", func() error {
+			if err := e.Kube.Get(harness.Ctx(t), key, cr); err != nil {
+				return err
+			}
+			return want(cr)
+		})
+	}
+	waitClusterIn(clusterIs(3, etcdNew))
+	if err := e.Kube.Get(harness.Ctx(t), key, cr); err != nil {
+		t.Fatal(err)
+	}
+	cr.Spec.ForProvider.Members = 5
+	if err := e.Kube.Update(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	crashAndRestart(t, e, crash)
+	waitClusterIn(clusterIs(5, etcdNew))
+
+	ms, err := e.Machines.List(harness.Ctx(t), string(cr.GetUID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	want := []string{name + "-0", name + "-1", name + "-2", name + "-3", name + "-4"}
+	if !slices.Equal(names, want) {
+		t.Errorf("machines after the restart: %v, want %v (one machine per member, no name given twice)", names, want)
+	}
+	events := &corev1.EventList{}
+	if err := e.Kube.List(harness.Ctx(t), events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if ev.Reason == "DeletedMachine" || ev.Reason == "RemovedMember" {
+			t.Errorf("%s: %s (a started member was thrown away)", ev.Reason, ev.Message)
+		}
+	}
+	goneIn(t, e, cr)
 }

@@ -40,18 +40,18 @@ type Machines struct {
 
 // TLS settings of a cluster. The provider generates the cluster's CA; peers and clients both
 // need certificates it signed.
-// +kubebuilder:validation:XValidation:rule="!has(self.certificateValidity) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.certificateValidity)",message="tls.renewBefore must be shorter than tls.certificateValidity, or certificates would be renewed as soon as they are issued"
+// +kubebuilder:validation:XValidation:rule="!has(self.certificateValidity) || !has(self.renewBefore) || !self.certificateValidity.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || !self.renewBefore.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || duration(self.renewBefore) < duration(self.certificateValidity)",message="tls.renewBefore must be shorter than tls.certificateValidity, or certificates would be renewed as soon as they are issued"
 type TLS struct {
 	// CertificateValidity of the member and client certificates. Defaults to 8760h (a year);
 	// between 1m and 87600h.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('87600h')",message="tls.certificateValidity must be between 1m and 87600h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || (duration(self) >= duration('1m') && duration(self) <= duration('87600h'))",message="tls.certificateValidity must be between 1m and 87600h"
 	// +optional
 	CertificateValidity *common.Duration `json:"certificateValidity,omitempty"`
 
 	// RenewBefore: a member whose certificate expires within this is replaced by a member
 	// with a fresh certificate (one at a time, like a rolling upgrade), and the client
 	// certificate in the connection Secret is renewed. Defaults to 720h (30 days).
-	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('87600h')",message="tls.renewBefore must be at most 87600h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || duration(self) <= duration('87600h')",message="tls.renewBefore must be at most 87600h"
 	// +optional
 	RenewBefore *common.Duration `json:"renewBefore,omitempty"`
 }
@@ -120,7 +120,7 @@ type EtcdClusterParameters struct {
 
 	// ReplaceUnhealthyAfter: a member that is unhealthy for longer than this is replaced by a
 	// new one, as long as the cluster keeps quorum. Defaults to 2m; between 1s and 8760h.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="replaceUnhealthyAfter must be between 1s and 8760h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('8760h'))",message="replaceUnhealthyAfter must be between 1s and 8760h"
 	// +optional
 	ReplaceUnhealthyAfter *common.Duration `json:"replaceUnhealthyAfter,omitempty"`
 

@@ -24,18 +24,18 @@ const (
 )
 
 // KeyRotation says when a Contract replaces its keys.
-// +kubebuilder:validation:XValidation:rule="!has(self.period) || !has(self.gracePeriod) || duration(self.gracePeriod) < duration(self.period)",message="rotation.gracePeriod must be shorter than rotation.period: the previous keys must be gone before the next rotation"
-// +kubebuilder:validation:XValidation:rule="!has(self.period) || has(self.gracePeriod) || duration(self.period) > duration('1h')",message="rotation.period must be longer than the default gracePeriod (1h), or set a shorter gracePeriod"
+// +kubebuilder:validation:XValidation:rule="!has(self.period) || !has(self.gracePeriod) || !self.period.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || !self.gracePeriod.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || duration(self.gracePeriod) < duration(self.period)",message="rotation.gracePeriod must be shorter than rotation.period: the previous keys must be gone before the next rotation"
+// +kubebuilder:validation:XValidation:rule="!has(self.period) || has(self.gracePeriod) || !self.period.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || duration(self.period) > duration('1h')",message="rotation.period must be longer than the default gracePeriod (1h), or set a shorter gracePeriod"
 type KeyRotation struct {
 	// Period after which new keys replace the current ones, for example 720h (30 days).
 	// At least 1h, at most 87600h (10 years). Unset: keys are replaced only on request.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h') && duration(self) <= duration('87600h')",message="rotation.period must be between 1h and 87600h: keys are not rotated more often than hourly"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || (duration(self) >= duration('1h') && duration(self) <= duration('87600h'))",message="rotation.period must be between 1h and 87600h: keys are not rotated more often than hourly"
 	// +optional
 	Period *common.Duration `json:"period,omitempty"`
 
 	// GracePeriod the previous keys stay valid after the new ones are published, so that
 	// whatever reads the Secret has time to pick them up. Defaults to 1h; at most 720h.
-	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('720h')",message="rotation.gracePeriod must be at most 720h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || duration(self) <= duration('720h')",message="rotation.gracePeriod must be at most 720h"
 	// +optional
 	GracePeriod *common.Duration `json:"gracePeriod,omitempty"`
 

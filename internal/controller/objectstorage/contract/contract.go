@@ -124,6 +124,12 @@ func (e *external) owner(cr *v1alpha1.Contract) (string, string, error) {
 }
 
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.Contract) (managed.ExternalObservation, error) {
+	// One Contract's bad value (stored before its CRD validated it) stops that Contract only,
+	// before anything is made, with a message saying which field.
+	sched, err := scheduleOf(cr)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
 	user, _, err := e.owner(cr)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -168,11 +174,6 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Contract) (managed.
 	a.AccessKeyID, a.UserID, a.ProjectID = cred.Access, cred.UserID, cred.ProjectID
 	a.Endpoint, a.Region = e.endpoint, e.region
 
-	sched, err := scheduleOf(cr)
-	if err != nil {
-		// One Contract's bad value stops that Contract only, with a message saying which.
-		return managed.ExternalObservation{}, err
-	}
 	st.mirror(cr, sched)
 	upToDate := !sched.due(cr, st, now) && !previousExpired(st, now) && (st.pending == "" || st.pending == access)
 	cr.SetConditions(xpv2.Available())
