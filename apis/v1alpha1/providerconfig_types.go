@@ -121,6 +121,16 @@ type Tenancy struct {
 	// +optional
 	HostNodeNamespaces []string `json:"hostNodeNamespaces,omitempty"`
 
+	// ServerNamespaces may have SecurityGroupAttachments that name servers by ID
+	// (spec.forProvider.serverIDs): with the platform's credentials, any server of its
+	// project, whoever runs it.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	// +listType=set
+	// +optional
+	ServerNamespaces []string `json:"serverNamespaces,omitempty"`
+
 	// ContractOwnerNamespaces may have Contracts that set userID or projectID: keys for
 	// another Keystone user or project than the credentials' own, which the credentials may
 	// manage.

@@ -335,6 +335,11 @@ func (in *Tenancy) DeepCopyInto(out *Tenancy) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.ServerNamespaces != nil {
+		in, out := &in.ServerNamespaces, &out.ServerNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.ContractOwnerNamespaces != nil {
 		in, out := &in.ContractOwnerNamespaces, &out.ContractOwnerNamespaces
 		*out = make([]string, len(*in))

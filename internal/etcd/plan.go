@@ -205,7 +205,11 @@ func (p *plan) withSpare(a Action) Action {
 	case AddMember:
 		a.Member = spares[0].Name
 		a.Reason += fmt.Sprintf(" (on machine %s, allocated by an add etcd refused)", spares[0].Name)
-	case None:
+	case None, Blocked:
+		if a.Phase == PhaseQuorumLost {
+			// Without quorum nothing changes, not even this.
+			return a
+		}
 		return Action{Type: DeleteMachine, Member: spares[0].Name, Phase: PhaseRunning,
 			Reason: fmt.Sprintf("machine %s was allocated for a member no longer needed: deleting it", spares[0].Name)}
 	}

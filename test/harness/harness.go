@@ -295,7 +295,7 @@ func (c *crashing) RoundTrip(r *http.Request) (*http.Response, error) {
 		return c.next.RoundTrip(r)
 	default:
 	}
-	if !c.crash.Match(r) {
+	if c.crash.Match == nil || !c.crash.Match(r) {
 		return c.next.RoundTrip(r)
 	}
 	rsp, err := c.next.RoundTrip(r)

@@ -48,9 +48,9 @@ func newWorld(t *testing.T, ns string) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The attachments of these tests select the test cluster's own Nodes: the platform's
-	// consent, for this namespace only.
-	env.NewClusterConfig(t, hostNodesConfig(ns), ns, &apisv1alpha1.Tenancy{HostNodeNamespaces: []string{ns}})
+	// The attachments of these tests select the test cluster's own Nodes and name servers by
+	// ID: the platform's consent, for this namespace only.
+	env.NewClusterConfig(t, hostNodesConfig(ns), ns, &apisv1alpha1.Tenancy{HostNodeNamespaces: []string{ns}, ServerNamespaces: []string{ns}})
 	w := &world{t: t, ns: ns, network: net.ID, servers: map[string]*fakeServer{}}
 	t.Cleanup(func() {
 		ctx := context.Background()

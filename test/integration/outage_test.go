@@ -52,6 +52,7 @@ func TestOutages(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, b, "True", nil)
+	made := []client.Object{sg, b}
 
 	for _, o := range []struct {
 		service string
@@ -86,6 +87,7 @@ func TestOutages(t *testing.T) {
 			if err := env.Kube.Create(ctx, obj); err != nil {
 				t.Fatal(err)
 			}
+			made = append(made, obj)
 			waitForConditionMessage(t, toUnstructured(t, obj), says)
 			time.Sleep(time.Until(down.Add(outage)))
 			openstackScript(t, "up")
@@ -106,5 +108,13 @@ func TestOutages(t *testing.T) {
 			}
 			t.Logf("%s down for %s; everything Ready and Synced %s after it came back", o.service, back.Sub(down).Round(time.Second), time.Since(back).Round(100*time.Millisecond))
 		})
+	}
+	// Nothing of this test may poll on while the next sequential tests run: one of them
+	// revokes the token the provider used last.
+	for _, r := range made {
+		if err := env.Kube.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+		gone(t, r)
 	}
 }

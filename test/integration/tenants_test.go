@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
 	objv1alpha1 "github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1"
+	apisv1alpha1 "github.com/stackservices/provider-stackservices/apis/v1alpha1"
 	"github.com/stackservices/provider-stackservices/test/harness"
 )
 
@@ -288,5 +290,67 @@ func TestRuleEventsAreSummarized(t *testing.T) {
 				t.Errorf("%s was emitted %d times", e.Reason, e.Count)
 			}
 		}
+	}
+}
+
+// What a tenant names by ID or external name (an access key, a group's UUID, a server's) is no
+// secret: naming another namespace's must not let it take over, show or use it. (Found in
+// review of issue 11's changes.)
+func TestTenantsCannotTakeOverWhatTheyName(t *testing.T) {
+	t.Parallel()
+	victim, thief := newNamespace(t), newNamespace(t)
+	ctx := harness.Ctx(t)
+
+	// The victim's group and keys, made through its own resources.
+	db := newSecurityGroup(victim, "db", v1alpha1.SecurityGroupParameters{Rules: []v1alpha1.SecurityGroupRule{rule("ingress", "IPv4", "tcp", 5432, 5432, "10.1.0.0/16")}})
+	if err := env.Kube.Create(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	dbID := meta.GetExternalName(waitForReady(t, client.ObjectKeyFromObject(db)))
+	victimContract, victimKeys := readyContract(t, victim, "keys", objv1alpha1.ContractParameters{})
+
+	// The thief names them.
+	steal := newSecurityGroup(thief, "steal", v1alpha1.SecurityGroupParameters{Rules: []v1alpha1.SecurityGroupRule{rule("ingress", "IPv4", "tcp", 5432, 5432, "0.0.0.0/0")}})
+	meta.SetExternalName(steal, dbID)
+	if err := env.Kube.Create(ctx, steal); err != nil {
+		t.Fatal(err)
+	}
+	waitForConditionMessage(t, toUnstructured(t, steal), "belongs to another managed resource")
+
+	keys := newContract(thief, "keys", objv1alpha1.ContractParameters{})
+	meta.SetExternalName(keys, victimKeys.AccessKeyID)
+	if err := env.Kube.Create(ctx, keys); err != nil {
+		t.Fatal(err)
+	}
+	waitForConditionMessage(t, toUnstructured(t, keys), "was not made by this Contract")
+
+	// Through the platform's config (which lets the thief select host Nodes), the victim's
+	// group cannot be attached, and servers cannot be named without consent.
+	env.NewClusterConfig(t, "thief-"+thief, thief, &apisv1alpha1.Tenancy{HostNodeNamespaces: []string{thief}})
+	for name, tc := range map[string]struct {
+		p    v1alpha1.SecurityGroupAttachmentParameters
+		want string
+	}{
+		"borrow": {p: v1alpha1.SecurityGroupAttachmentParameters{SecurityGroupID: ptr.To(dbID), NodeSelector: &metav1.LabelSelector{}}, want: "was not made by a SecurityGroup of namespace"},
+		"open":   {p: v1alpha1.SecurityGroupAttachmentParameters{SecurityGroupID: ptr.To(dbID), ServerIDs: []string{uuidV4}}, want: "spec.tenancy.serverNamespaces"},
+	} {
+		a := newAttachment(thief, name, tc.p)
+		a.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "thief-" + thief}
+		if err := env.Kube.Create(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		waitForConditionMessage(t, toUnstructured(t, a), tc.want)
+	}
+
+	// Deleting the thief's resources leaves the victim's alone.
+	for _, o := range []client.Object{steal, keys} {
+		if err := env.Kube.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, o)
+	}
+	waitForNeutronRules(t, dbID, egress4, egress6, "ingress/IPv4/tcp/5432-5432/10.1.0.0/16")
+	if !slices.Contains(demoEC2Keys(t, victimContract.Status.AtProvider.UserID), victimKeys.AccessKeyID) {
+		t.Errorf("the victim's key %s was deleted with the thief's Contract", victimKeys.AccessKeyID)
 	}
 }

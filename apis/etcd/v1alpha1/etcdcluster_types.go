@@ -41,6 +41,7 @@ type Machines struct {
 // TLS settings of a cluster. The provider generates the cluster's CA; peers and clients both
 // need certificates it signed.
 // +kubebuilder:validation:XValidation:rule="!has(self.certificateValidity) || !has(self.renewBefore) || !self.certificateValidity.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || !self.renewBefore.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || duration(self.renewBefore) < duration(self.certificateValidity)",message="tls.renewBefore must be shorter than tls.certificateValidity, or certificates would be renewed as soon as they are issued"
+// +kubebuilder:validation:XValidation:rule="has(self.renewBefore) || !has(self.certificateValidity) || !self.certificateValidity.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || duration(self.certificateValidity) > duration('720h')",message="tls.certificateValidity must be longer than the default renewBefore (720h), or set a shorter tls.renewBefore"
 type TLS struct {
 	// CertificateValidity of the member and client certificates. Defaults to 8760h (a year);
 	// between 1m and 87600h.

@@ -6,6 +6,10 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 )
 
+// IdentityTagPrefix starts the tag that ties a Neutron security group to the SecurityGroup
+// that made it: IdentityTagPrefix + the resource's UID.
+const IdentityTagPrefix = "crossplane-uid:"
+
 // Rule directions.
 const (
 	DirectionIngress = "ingress"

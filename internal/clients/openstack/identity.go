@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -33,6 +34,10 @@ type EC2Credential struct {
 	Secret    string `json:"secret"`
 	UserID    string `json:"user_id"`
 	ProjectID string `json:"tenant_id"`
+	// Owner is the UID of the managed resource the credential was made for, kept in the
+	// credential's blob: keys are bound to the Contract that made them, so that a tenant
+	// naming another's access key (an external name is no secret) gets nothing.
+	Owner string `json:"-"`
 }
 
 // EC2Credentials is the part of Keystone's API that manages EC2 credentials.
@@ -44,8 +49,8 @@ type EC2Credentials interface {
 	// credential exists, and a create interrupted by a crash leaves nothing it cannot find.
 	// Creating a credential that exists already is not an error.
 	CreateEC2Credential(ctx context.Context, c EC2Credential) error
-	// GetEC2Credential returns the credential, secret included (Keystone returns it to the
-	// owner), or an error for which IsNotFound is true.
+	// GetEC2Credential returns the credential, secret and owner included (Keystone returns
+	// them to the user it belongs to), or an error for which IsNotFound is true.
 	GetEC2Credential(ctx context.Context, userID, access string) (*EC2Credential, error)
 	DeleteEC2Credential(ctx context.Context, userID, access string) error
 }
@@ -78,7 +83,7 @@ func (k *keystone) WhoAmI() (string, string, error) {
 // from its access key, so OS-EC2 reads and deletes it like any other, and a second create of
 // the same keys answers 409.
 func (k *keystone) CreateEC2Credential(ctx context.Context, c EC2Credential) error {
-	blob, err := json.Marshal(map[string]any{"access": c.Access, "secret": c.Secret, "trust_id": nil})
+	blob, err := json.Marshal(ec2Blob{Access: c.Access, Secret: c.Secret, Owner: c.Owner})
 	if err != nil {
 		return err
 	}
@@ -102,14 +107,48 @@ func NewEC2Keys() (access, secret string, err error) {
 	return hex.EncodeToString(b[:16]), hex.EncodeToString(b[16:]), nil
 }
 
+// ec2Blob is an EC2 credential's blob: the keys, and the owner the provider adds.
+type ec2Blob struct {
+	Access  string  `json:"access"`
+	Secret  string  `json:"secret"`
+	TrustID *string `json:"trust_id"`
+	Owner   string  `json:"crossplane_uid,omitempty"`
+}
+
+// GetEC2Credential reads the credential through the generic credentials API (its ID is the
+// SHA-256 of the access key), the only one that shows the whole blob, owner included.
 func (k *keystone) GetEC2Credential(ctx context.Context, userID, access string) (*EC2Credential, error) {
+	id := sha256.Sum256([]byte(access))
 	var body struct {
-		Credential EC2Credential `json:"credential"`
+		Credential struct {
+			Type      string `json:"type"`
+			UserID    string `json:"user_id"`
+			ProjectID string `json:"project_id"`
+			Blob      string `json:"blob"`
+		} `json:"credential"`
 	}
-	if _, err := k.c.Get(ctx, k.c.ServiceURL("users", userID, "credentials", "OS-EC2", access), &body, nil); err != nil {
-		return nil, err
+	if _, err := k.c.Get(ctx, k.c.ServiceURL("credentials", hex.EncodeToString(id[:])), &body, nil); err != nil {
+		if !gophercloud.ResponseCodeIs(err, http.StatusForbidden) {
+			return nil, err
+		}
+		// Keystone answers 403, not 404, for a credential that does not exist (its policy
+		// has no owner to check). OS-EC2 tells the two apart; a credential only it shows
+		// has no owner the provider can read, so it is no Contract's.
+		var ec2 struct {
+			Credential EC2Credential `json:"credential"`
+		}
+		if _, err := k.c.Get(ctx, k.c.ServiceURL("users", userID, "credentials", "OS-EC2", access), &ec2, nil); err != nil {
+			return nil, err
+		}
+		return &EC2Credential{Access: ec2.Credential.Access, UserID: ec2.Credential.UserID, ProjectID: ec2.Credential.ProjectID}, nil
 	}
-	return &body.Credential, nil
+	c := body.Credential
+	var blob ec2Blob
+	if c.Type != "ec2" || c.UserID != userID || json.Unmarshal([]byte(c.Blob), &blob) != nil || blob.Access != access {
+		// Not an EC2 credential of this user: as good as missing.
+		return nil, gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusNotFound, Expected: []int{http.StatusOK}}
+	}
+	return &EC2Credential{Access: blob.Access, Secret: blob.Secret, UserID: c.UserID, ProjectID: c.ProjectID, Owner: blob.Owner}, nil
 }
 
 func (k *keystone) DeleteEC2Credential(ctx context.Context, userID, access string) error {

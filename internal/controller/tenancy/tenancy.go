@@ -25,6 +25,8 @@ const (
 	HostNodes Permission = iota
 	// ContractOwners: a Contract sets userID or projectID.
 	ContractOwners
+	// Servers: a SecurityGroupAttachment names servers by ID.
+	Servers
 )
 
 const errGetClusterConfig = "cannot get the ClusterProviderConfig to check what the namespace may do"
@@ -34,6 +36,8 @@ func (p Permission) what() (string, string) {
 	switch p {
 	case HostNodes:
 		return "select the Nodes of the cluster the provider runs in (spec.forProvider.nodeSelector without kubeconfigSecretRef)", "hostNodeNamespaces"
+	case Servers:
+		return "name servers by ID (spec.forProvider.serverIDs)", "serverNamespaces"
 	default:
 		return "set spec.forProvider.userID or projectID", "contractOwnerNamespaces"
 	}
@@ -72,8 +76,8 @@ func (c *Checker) Check(ctx context.Context, mg resource.ModernManaged, p Permis
 func Decide(kind, name string, t *v1alpha1.Tenancy, ns string, p Permission) error {
 	what, field := p.what()
 	if kind != v1alpha1.ClusterProviderConfigKind {
-		if p == ContractOwners {
-			// A namespace's own credentials may do what Keystone lets them do.
+		if p != HostNodes {
+			// A namespace's own credentials may do what OpenStack lets them do.
 			return nil
 		}
 		return errors.Errorf("a managed resource using a namespaced ProviderConfig may not %s: use a ClusterProviderConfig whose spec.tenancy.%s lists namespace %q (a platform team's decision)", what, field, ns)
@@ -85,6 +89,8 @@ func Decide(kind, name string, t *v1alpha1.Tenancy, ns string, p Permission) err
 			allowed = t.HostNodeNamespaces
 		case ContractOwners:
 			allowed = t.ContractOwnerNamespaces
+		case Servers:
+			allowed = t.ServerNamespaces
 		}
 	}
 	if v1alpha1.Allows(allowed, ns) {

@@ -25,7 +25,10 @@ func TestDecide(t *testing.T) {
 		"OwnersWildcard":                   {kind: v1alpha1.ClusterProviderConfigKind, tenancy: open, ns: "team-a", p: ContractOwners, allowed: true},
 		"OwnersWithoutTenancy":             {kind: v1alpha1.ClusterProviderConfigKind, ns: "team-a", p: ContractOwners},
 		// A tenant's own credentials decide what they may do in Keystone.
-		"OwnersThroughNamespacedConfig": {kind: v1alpha1.ProviderConfigKind, ns: "team-a", p: ContractOwners, allowed: true},
+		"OwnersThroughNamespacedConfig":  {kind: v1alpha1.ProviderConfigKind, ns: "team-a", p: ContractOwners, allowed: true},
+		"ServersWithoutTenancy":          {kind: v1alpha1.ClusterProviderConfigKind, ns: "team-a", p: Servers},
+		"ServersListed":                  {kind: v1alpha1.ClusterProviderConfigKind, tenancy: &v1alpha1.Tenancy{ServerNamespaces: []string{"team-a"}}, ns: "team-a", p: Servers, allowed: true},
+		"ServersThroughNamespacedConfig": {kind: v1alpha1.ProviderConfigKind, ns: "team-a", p: Servers, allowed: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

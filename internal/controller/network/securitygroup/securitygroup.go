@@ -41,10 +41,21 @@ const (
 	reasonRuleCreated     = event.Reason("CreatedRule")
 	reasonRuleDeleted     = event.Reason("DeletedRule")
 	reasonAdopted         = event.Reason("AdoptedSecurityGroup")
-	identityTagPrefix     = "crossplane-uid:"
+	identityTagPrefix     = v1alpha1.IdentityTagPrefix
 	maxPortsInUseMessages = 10
 	maxRulesInMessages    = 10
+	errFmtOthersGroup     = "security group %s belongs to another managed resource (tag %s), so this one neither changes nor deletes it: a SecurityGroup manages the group it created, or an untagged group it imports; remove the crossplane.io/external-name annotation"
 )
+
+// otherIdentity is the identity tag of another managed resource the group carries, or "".
+func otherIdentity(cr *v1alpha1.SecurityGroup, tags []string) string {
+	for _, t := range tags {
+		if strings.HasPrefix(t, identityTagPrefix) && t != identityTag(cr) {
+			return t
+		}
+	}
+	return ""
+}
 
 // Kind is the managed resource kind this package reconciles.
 var Kind = managedcontroller.Kind{
@@ -129,6 +140,14 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 		sg = got
 	}
 
+	if other := otherIdentity(cr, sg.Tags); other != "" {
+		// The external name is the tenant's to write: naming another resource's group must
+		// not let this one change it, delete it or show its rules.
+		if meta.WasDeleted(cr) {
+			return managed.ExternalObservation{ResourceExists: false}, nil
+		}
+		return managed.ExternalObservation{}, errors.Errorf(errFmtOthersGroup, sg.ID, other)
+	}
 	cr.Status.AtProvider = observation(sg)
 	// Fields left unset are filled in from Neutron so that an imported group is not renamed.
 	// A group this resource created already has them (its defaults): filling them in would
@@ -362,7 +381,9 @@ func lateInitialize(p *v1alpha1.SecurityGroupParameters, sg *openstack.SecurityG
 	if p.Name == nil {
 		p.Name, changed = ptr.To(sg.Name), true
 	}
-	if p.Description == nil {
+	if p.Description == nil && !strings.HasPrefix(sg.Description, identityTagPrefix) {
+		// A description that is an identity marker is what a create cut short left, not
+		// the group's description.
 		p.Description, changed = ptr.To(sg.Description), true
 	}
 	if p.Stateful == nil && sg.Stateful != nil {

@@ -3,6 +3,7 @@ package securitygroup
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -434,5 +435,29 @@ func TestDelete(t *testing.T) {
 				t.Errorf("%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// The external name is the tenant's to write: a group of another managed resource is never
+// taken over (changed, shown or deleted) by naming it.
+func TestAGroupOfAnotherResourceIsNotTakenOver(t *testing.T) {
+	victim := &openstack.SecurityGroup{ID: "sg-victim", Name: "db", Tags: []string{identityTagPrefix + "uid-of-the-victim"}}
+	e := &external{groups: &fakeNeutron{get: func(string) (*openstack.SecurityGroup, error) { return victim, nil }}, record: event.NewNopRecorder()}
+	cr := &v1alpha1.SecurityGroup{}
+	cr.SetUID("uid-of-the-thief")
+	meta.SetExternalName(cr, "sg-victim")
+
+	o, err := e.Observe(context.Background(), cr)
+	if err == nil || !strings.Contains(err.Error(), "belongs to another managed resource") {
+		t.Errorf("Observe: %v, want a refusal", err)
+	}
+	if cr.Status.AtProvider.ID != "" || o.ResourceExists {
+		t.Errorf("the victim's group shows in status (%+v) or counts as this resource's (exists %v)", cr.Status.AtProvider, o.ResourceExists)
+	}
+	// Deleted, the thief lets go without deleting the group.
+	now := metav1.Now()
+	cr.SetDeletionTimestamp(&now)
+	if o, err := e.Observe(context.Background(), cr); err != nil || o.ResourceExists {
+		t.Errorf("Observe while deleting: exists %v, error %v; want it gone without touching the group", o.ResourceExists, err)
 	}
 }

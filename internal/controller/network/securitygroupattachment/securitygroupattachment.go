@@ -5,6 +5,7 @@ package securitygroupattachment
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	apisv1alpha1 "github.com/stackservices/provider-stackservices/apis/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/controller/tenancy"
@@ -36,6 +38,9 @@ const (
 	errFmtUnmatched     = "%d selected node(s) map to no server: %s"
 	maxRetriesOnChange  = 5
 	maxServersInEvents  = 10
+	errGetGroup         = "cannot get the security group to attach"
+	errListGroups       = "cannot list the SecurityGroups of the namespace"
+	errFmtNotOurGroup   = "security group %s was not made by a SecurityGroup of namespace %s, so it is not attached: an attachment through a ClusterProviderConfig attaches only its own namespace's groups"
 	reasonAttached      = event.Reason("AttachedSecurityGroup")
 	reasonReattached    = event.Reason("ReattachedSecurityGroup")
 	reasonDetached      = event.Reason("DetachedSecurityGroup")
@@ -69,6 +74,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			local:     nodes,
 			remote:    newRemoteClusters(mgr.GetClient()),
 			tenancy:   tenancy.NewChecker(mgr.GetClient()),
+			kube:      mgr.GetClient(),
 			record:    managedcontroller.Recorder(mgr, Kind),
 		}),
 		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
@@ -87,6 +93,7 @@ type connector struct {
 	local     client.Reader
 	remote    *remoteClusters
 	tenancy   *tenancy.Checker
+	kube      client.Reader
 	record    event.Recorder
 }
 
@@ -115,7 +122,46 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttac
 			nodes = nil
 		}
 	}
+	if err := c.mayAttach(ctx, cr, s.SecurityGroups()); err != nil {
+		return nil, err
+	}
 	return &external{ports: s.Ports(), nodes: nodes, record: c.record}, nil
+}
+
+// mayAttach refuses what would reach beyond the namespace through the platform's credentials
+// (a ClusterProviderConfig, whose project holds every tenant's servers and groups): servers
+// named by ID without the platform's consent, and a group no SecurityGroup of this namespace
+// made. A group is access: attaching another's group to a server makes it a member of
+// whatever trusts that group's members. Detaching, when deleted, is always allowed.
+func (c *connector) mayAttach(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment, groups openstack.SecurityGroups) error {
+	ref := cr.GetProviderConfigReference()
+	if meta.WasDeleted(cr) || ref == nil || ref.Kind != apisv1alpha1.ClusterProviderConfigKind {
+		return nil
+	}
+	if len(cr.Spec.ForProvider.ServerIDs) > 0 {
+		if err := c.tenancy.Check(ctx, cr, tenancy.Servers); err != nil {
+			return err
+		}
+	}
+	id := ptr.Deref(cr.Spec.ForProvider.SecurityGroupID, "")
+	if id == "" || id == cr.Status.AtProvider.SecurityGroupID {
+		// Nothing to attach yet, or the group was checked when it was first attached.
+		return nil
+	}
+	sg, err := groups.GetSecurityGroup(ctx, id)
+	if err != nil {
+		return errors.Wrap(err, errGetGroup)
+	}
+	l := &v1alpha1.SecurityGroupList{}
+	if err := c.kube.List(ctx, l, client.InNamespace(cr.GetNamespace())); err != nil {
+		return errors.Wrap(err, errListGroups)
+	}
+	for _, g := range l.Items {
+		if slices.Contains(sg.Tags, v1alpha1.IdentityTagPrefix+string(g.GetUID())) {
+			return nil
+		}
+	}
+	return errors.Errorf(errFmtNotOurGroup, id, cr.GetNamespace())
 }
 
 // external reconciles one attachment. It lives for one reconcile, so Update reuses what

@@ -34,6 +34,7 @@ const (
 	errNewKeys          = "cannot generate new keys"
 	errRecordPending    = "cannot record the access key about to be created; nothing was created"
 	errRecordNewKey     = "cannot record the new access key; it is recorded as pending and the next reconcile finishes the rotation"
+	errFmtNotOurs       = "the access key %s was not made by this Contract, so the provider neither publishes nor deletes it (a Contract owns only keys it made): remove the crossplane.io/external-name annotation to get new keys"
 	reasonRotated       = event.Reason("RotatedKeys")
 	reasonRetired       = event.Reason("RetiredPreviousKeys")
 	reasonRecovered     = event.Reason("RecoveredKeys")
@@ -145,11 +146,15 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Contract) (managed.
 		access, recovered = pending, true
 	}
 	cred, err := e.creds.GetEC2Credential(ctx, user, access)
-	if openstack.IsNotFound(err) {
+	if openstack.IsNotFound(err) || (recovered && err == nil && !e.owns(cr, cred)) {
+		// A pending key that is someone else's was never this Contract's to recover.
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errGetCredential)
+	}
+	if !e.owns(cr, cred) {
+		return managed.ExternalObservation{}, errors.Errorf(errFmtNotOurs, access)
 	}
 
 	now := e.now()
@@ -204,7 +209,7 @@ func (e *external) newCredential(ctx context.Context, cr *v1alpha1.Contract, st 
 	if err := e.annotate.UpdateCriticalAnnotations(ctx, cr); err != nil {
 		return nil, st, errors.Wrap(err, errRecordPending)
 	}
-	cred := &openstack.EC2Credential{Access: access, Secret: secret, UserID: user, ProjectID: project}
+	cred := &openstack.EC2Credential{Access: access, Secret: secret, UserID: user, ProjectID: project, Owner: string(cr.GetUID())}
 	if err := e.creds.CreateEC2Credential(ctx, *cred); err != nil {
 		// Recorded as pending: Observe or Update finds out whether it exists.
 		return nil, st, errors.Wrap(err, errCreateCredential)
@@ -248,10 +253,10 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.Contract) (managed.E
 	if st.pending != "" && st.pending != meta.GetExternalName(cr) {
 		cred, err := e.creds.GetEC2Credential(ctx, user, st.pending)
 		switch {
-		case err == nil:
+		case err == nil && e.owns(cr, cred):
 			// A rotation made these keys and stopped before it published them.
 			return e.publish(ctx, cr, cred, sched, now)
-		case !openstack.IsNotFound(err):
+		case err != nil && !openstack.IsNotFound(err):
 			return managed.ExternalUpdate{}, errors.Wrap(err, errGetCredential)
 		}
 		st.pending = ""
@@ -260,8 +265,8 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.Contract) (managed.E
 		}
 	}
 	if previousExpired(st, now) {
-		if err := e.creds.DeleteEC2Credential(ctx, user, st.previous); err != nil && !openstack.IsNotFound(err) {
-			return managed.ExternalUpdate{}, errors.Wrap(err, errDeleteCredential)
+		if err := e.deleteOwn(ctx, cr, user, st.previous); err != nil {
+			return managed.ExternalUpdate{}, err
 		}
 		e.record.Event(cr, event.Normal(reasonRetired, fmt.Sprintf("Deleted the previous access key %s: its grace period is over", st.previous)))
 		st.previous, st.previousExpireAt = "", time.Time{}
@@ -275,8 +280,8 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.Contract) (managed.E
 	if st.previous != "" {
 		// Rotated again within a grace period: the keys published before the current
 		// ones are two generations old by now.
-		if err := e.creds.DeleteEC2Credential(ctx, user, st.previous); err != nil && !openstack.IsNotFound(err) {
-			return managed.ExternalUpdate{}, errors.Wrap(err, errDeleteCredential)
+		if err := e.deleteOwn(ctx, cr, user, st.previous); err != nil {
+			return managed.ExternalUpdate{}, err
 		}
 		st.previous, st.previousExpireAt = "", time.Time{}
 	}
@@ -322,14 +327,39 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.Contract) (managed.E
 	}
 	st := readRotation(cr)
 	for _, access := range []string{st.previous, st.pending, meta.GetExternalName(cr)} {
-		if access == "" {
-			continue
-		}
-		if err := e.creds.DeleteEC2Credential(ctx, user, access); err != nil && !openstack.IsNotFound(err) {
-			return managed.ExternalDelete{}, errors.Wrap(err, errDeleteCredential)
+		if err := e.deleteOwn(ctx, cr, user, access); err != nil {
+			return managed.ExternalDelete{}, err
 		}
 	}
 	return managed.ExternalDelete{}, nil
+}
+
+// owns tells whether the Contract made the credential: its blob names the Contract's UID.
+// The annotations that name keys are the tenant's to write; this is what makes naming another
+// namespace's key (or another user's) worthless.
+func (e *external) owns(cr *v1alpha1.Contract, c *openstack.EC2Credential) bool {
+	return c.Owner == string(cr.GetUID())
+}
+
+// deleteOwn deletes the credential if it exists and the Contract made it; a key of someone
+// else's is left alone.
+func (e *external) deleteOwn(ctx context.Context, cr *v1alpha1.Contract, user, access string) error {
+	if access == "" {
+		return nil
+	}
+	cred, err := e.creds.GetEC2Credential(ctx, user, access)
+	switch {
+	case openstack.IsNotFound(err):
+		return nil
+	case err != nil:
+		return errors.Wrap(err, errGetCredential)
+	case !e.owns(cr, cred):
+		return nil
+	}
+	if err := e.creds.DeleteEC2Credential(ctx, user, access); err != nil && !openstack.IsNotFound(err) {
+		return errors.Wrap(err, errDeleteCredential)
+	}
+	return nil
 }
 
 func (e *external) Disconnect(_ context.Context) error { return nil }

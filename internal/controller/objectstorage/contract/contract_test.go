@@ -325,3 +325,33 @@ func TestScheduleOfABadStoredValue(t *testing.T) {
 		t.Errorf("scheduleOf(30days): %v, want an error naming the field", err)
 	}
 }
+
+// A tenant can name any access key in its Contract's annotations (access key IDs are no
+// secret): keys the Contract did not make are neither published nor deleted.
+func TestKeysOfOthersAreNeverPublishedOrDeleted(t *testing.T) {
+	ctx := context.Background()
+	now := t0
+	k := &fakeKeystone{creds: map[string]openstack.EC2Credential{"VICTIM": {Access: "VICTIM", Secret: "VICTIM-SECRET", Owner: "uid-of-another-contract"}}}
+	e := newExternal(k, nopAnnotator{}, &now)
+	thief := &v1alpha1.Contract{}
+	thief.SetUID("uid-of-the-thief")
+	meta.SetExternalName(thief, "VICTIM")
+	writeRotation(thief, rotation{previous: "VICTIM", previousExpireAt: t0.Add(-time.Hour), pending: "VICTIM"})
+
+	o, err := e.Observe(ctx, thief)
+	if err == nil || !strings.Contains(err.Error(), "was not made by this Contract") {
+		t.Errorf("Observe: %v, want a refusal", err)
+	}
+	if len(o.ConnectionDetails) != 0 {
+		t.Errorf("Observe published another Contract's keys: %v", o.ConnectionDetails)
+	}
+	if _, err := e.Update(ctx, thief); err != nil {
+		t.Logf("Update: %v", err)
+	}
+	if _, err := e.Delete(ctx, thief); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := k.creds["VICTIM"]; !ok {
+		t.Error("another Contract's key was deleted")
+	}
+}
