@@ -9,8 +9,11 @@
 await_exec() {
 	local pid=$1 name=$2 i argv0
 	for ((i = 0; i < 100; i++)); do
+		# Gone: the caller's liveness check says so. An empty cmdline is not gone: it reads
+		# empty for a moment while execve replaces the process image.
+		[[ -d "/proc/${pid}" ]] || return 0
 		argv0=
-		IFS= read -r -d '' argv0 <"/proc/${pid}/cmdline" 2>/dev/null || return 0
+		IFS= read -r -d '' argv0 <"/proc/${pid}/cmdline" 2>/dev/null || true
 		[[ "${argv0##*/}" == "${name}" ]] && return 0
 		sleep 0.05
 	done
