@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -431,10 +432,7 @@ type counting struct {
 }
 
 func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.all.add(r.Method + " " + r.URL.Path)
-	if tok := r.Header.Get("X-Auth-Token"); tok != "" {
-		c.all.setToken(tok)
-	}
+	c.all.add(r.Method+" "+r.URL.Path, r.Header.Get("X-Auth-Token"))
 	if r.Method == http.MethodPost && filepath.Base(r.URL.Path) == "tokens" {
 		c.logins.Add(1)
 	}
@@ -469,28 +467,29 @@ func (b *LogBuffer) Len() int {
 
 // A RequestLog records "METHOD /path" of every request, for tests that count API calls.
 type RequestLog struct {
-	mu    sync.Mutex
-	all   []string
-	token string
+	mu     sync.Mutex
+	all    []string
+	tokens []string
 }
 
-func (l *RequestLog) setToken(t string) {
+// TokenOf is the Keystone token the provider sent with its last request whose "METHOD /path"
+// contains s: the token of one session, where other sessions send theirs at the same time.
+func (l *RequestLog) TokenOf(s string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.token = t
+	for i := len(l.all) - 1; i >= 0; i-- {
+		if l.tokens[i] != "" && strings.Contains(l.all[i], s) {
+			return l.tokens[i]
+		}
+	}
+	return ""
 }
 
-// LastToken is the Keystone token the provider sent last.
-func (l *RequestLog) LastToken() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.token
-}
-
-func (l *RequestLog) add(s string) {
+func (l *RequestLog) add(s, token string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.all = append(l.all, s)
+	l.tokens = append(l.tokens, token)
 }
 
 // Since returns the requests recorded after the first n, and the new n.
