@@ -181,10 +181,16 @@ func mistakeObject(t *testing.T, ns, name string, m mistake) *unstructured.Unstr
 // containing want.
 func waitForConditionMessage(t *testing.T, u *unstructured.Unstructured, want string) {
 	t.Helper()
+	waitForConditionMessageIn(t, env.Kube, u, want)
+}
+
+// waitForConditionMessageIn is waitForConditionMessage on the API server kube reaches.
+func waitForConditionMessageIn(t *testing.T, kube client.Reader, u *unstructured.Unstructured, want string) {
+	t.Helper()
 	key := client.ObjectKeyFromObject(u)
 	harness.Eventually(t, waitReady, fmt.Sprintf("%s %s reports %q", u.GetKind(), key, want), func() error {
 		got := u.DeepCopy()
-		if err := env.Kube.Get(harness.Ctx(t), key, got); err != nil {
+		if err := kube.Get(harness.Ctx(t), key, got); err != nil {
 			return err
 		}
 		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
@@ -284,19 +290,7 @@ func TestABadStoredObjectStopsOnlyItself(t *testing.T) {
 		}
 		return harness.ConditionIs(good, xpv2.TypeReady, "True")
 	})
-	harness.Eventually(t, waitReady, "the bad Contract says what is wrong", func() error {
-		u := bad.DeepCopy()
-		if err := e.Kube.Get(ctx, client.ObjectKeyFromObject(bad), u); err != nil {
-			return err
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			if cm, _ := c.(map[string]any); cm["status"] == "False" && strings.Contains(fmt.Sprint(cm["message"]), `spec.forProvider.rotation.period "30days" is not a duration`) {
-				return nil
-			}
-		}
-		return fmt.Errorf("conditions %v", conds)
-	})
+	waitForConditionMessageIn(t, e.Kube, bad, `spec.forProvider.rotation.period "30days" is not a duration`)
 	if meta.GetExternalName(bad) != "" {
 		t.Errorf("keys were made for the bad Contract")
 	}
