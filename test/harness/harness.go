@@ -202,10 +202,13 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 		return err
 	}
 	log := logging.NewLogrLogger(ctrl.Log.WithName("provider"))
+	// killed is this provider's: once its crash fires, it makes no request any more, as a
+	// killed process would not; the provider Restart starts is a new one.
+	killed := &atomic.Bool{}
 	wrap := func(rt http.RoundTripper) http.RoundTripper {
 		var next http.RoundTripper = rt
 		if o.Crash != nil {
-			next = &crashing{next: rt, crash: o.Crash}
+			next = &crashing{next: rt, crash: o.Crash, killed: killed}
 		}
 		return &counting{next: next, logins: e.Logins, all: e.Requests}
 	}
@@ -284,13 +287,18 @@ func (c *Crash) channel() chan struct{} {
 }
 
 // crashing lets the matched create through, then holds its response until the request is
-// cancelled (the provider stops) and fails it.
+// cancelled (the provider stops) and fails it. Every later request of the same provider
+// fails at once: what a killed process would have sent (an abort, a cleanup) never goes out.
 type crashing struct {
-	next  http.RoundTripper
-	crash *Crash
+	next   http.RoundTripper
+	crash  *Crash
+	killed *atomic.Bool
 }
 
 func (c *crashing) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.killed.Load() {
+		return nil, fmt.Errorf("the provider was killed")
+	}
 	select {
 	case <-c.crash.Fired():
 		return c.next.RoundTrip(r)
@@ -307,6 +315,7 @@ func (c *crashing) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !c.crash.fire() {
 		return nil, fmt.Errorf("the provider crashed")
 	}
+	c.killed.Store(true)
 	<-r.Context().Done()
 	return nil, fmt.Errorf("the provider was killed after this request succeeded")
 }

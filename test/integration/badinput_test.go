@@ -43,6 +43,8 @@ const (
 	etcdAPI     = "etcd.m.stackservices.io/v1alpha1"
 	validEtcd   = `version: "3.6.16", members: 3, machines: {type: Local}`
 	validBucket = `contractRef: {name: c}`
+	// validDestination is a backup destination admission accepts.
+	validDestination = `bucketName: backups, credentialsSecretRef: {name: s3}`
 )
 
 // TestBadInput applies plausible mistakes across every kind, in one namespace, and checks
@@ -107,6 +109,12 @@ func TestBadInput(t *testing.T) {
 		"EtcdReplaceAfterZero":     {kind: "EtcdCluster", manifest: `{` + validEtcd + `, replaceUnhealthyAfter: 0s}`, refused: "replaceUnhealthyAfter must be between 1s and 8760h"},
 		"EtcdRenewAfterExpiry":     {kind: "EtcdCluster", manifest: `{` + validEtcd + `, tls: {certificateValidity: 1h, renewBefore: 2h}}`, refused: "renewBefore must be shorter"},
 		"EtcdCertificatesOverflow": {kind: "EtcdCluster", manifest: `{` + validEtcd + `, tls: {certificateValidity: 9999999999h}}`, refused: "certificateValidity"},
+		"EtcdBackupInATimeZone":    {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "CRON_TZ=Europe/Paris 0 * * * *", destination: {` + validDestination + `}}}`, refused: "schedules are in UTC"},
+		"EtcdBackupTwoBuckets":     {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {bucketRef: {name: b}, ` + validDestination + `}}}`, refused: "exactly one"},
+		"EtcdBackupNoCredentials":  {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {bucketName: backups}}}`, refused: "S3 credentials"},
+		"EtcdBackupPrefixEscapes":  {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {` + validDestination + `, prefix: "a/../b/"}}}`, refused: "prefix"},
+		"EtcdBackupPrefixAbsolute": {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {` + validDestination + `, prefix: "/etc/"}}}`, refused: "prefix"},
+		"EtcdBackupKeepNone":       {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {` + validDestination + `}, retention: {keepLast: 0}}}`, refused: "keepLast"},
 	}
 
 	// What the condition cases refer to.

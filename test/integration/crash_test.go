@@ -3,9 +3,11 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -383,6 +385,101 @@ func TestCrashAfterEtcdMemberStart(t *testing.T) {
 	for _, ev := range events.Items {
 		if ev.Reason == "DeletedMachine" || ev.Reason == "RemovedMember" {
 			t.Errorf("%s: %s (a started member was thrown away)", ev.Reason, ev.Message)
+		}
+	}
+	goneIn(t, e, cr)
+}
+
+// TestCrashDuringEtcdBackupUpload: the provider is killed in the middle of a backup's upload
+// (after its second part). No snapshot object appears, the upload it left unfinished is
+// aborted by the next backup, and that backup succeeds.
+func TestCrashDuringEtcdBackupUpload(t *testing.T) {
+	t.Parallel()
+	crash := &harness.Crash{Match: func(r *http.Request) bool {
+		return r.Method == http.MethodPut && r.URL.Query().Get("partNumber") == "2"
+	}}
+	e, _ := crashingEnv(t, harness.Options{Crash: crash, MachineAddresses: local.AddressRange{
+		First: netip.MustParseAddr("127.0.7.1"), Last: netip.MustParseAddr("127.0.7.254"),
+	}})
+	ctx := harness.Ctx(t)
+	ns := uniqueName("backup-crash")
+	if err := e.Kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := s3.Config{Endpoint: os.Getenv("VGW_ENDPOINT"), Region: os.Getenv("VGW_REGION"), AccessKeyID: os.Getenv("VGW_ACCESS_KEY"), SecretAccessKey: os.Getenv("VGW_SECRET_KEY")}
+	if err := e.Kube.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": cfg.AccessKeyID, "AWS_SECRET_ACCESS_KEY": cfg.SecretAccessKey, "S3_ENDPOINT": cfg.Endpoint, "AWS_REGION": cfg.Region},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	direct := s3Client(t, cfg)
+	bucket := bucketName(ns, "backups")
+	if err := direct.CreateBucket(ctx, bucket); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = direct.EmptyBucket(context.Background(), bucket)
+		_ = direct.DeleteBucket(context.Background(), bucket)
+	})
+
+	cr := newEtcdCluster(ns, "big", etcdNew, 1)
+	if err := e.Kube.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(cr)
+	waitIn := func(what string, want func(*etcdv1alpha1.EtcdCluster) error) {
+		t.Helper()
+		harness.Eventually(t, 3*time.Minute, what, func() error {
+			if err := e.Kube.Get(ctx, key, cr); err != nil {
+				return err
+			}
+			return want(cr)
+		})
+	}
+	waitIn("the cluster running", clusterIs(1, etcdNew))
+	// A database of more than two parts (8 MiB each).
+	c := connect(t, etcdConfigIn(t, e.Kube, ns, "big-etcd"))
+	value := strings.Repeat("v", 1<<20)
+	for i := range 20 {
+		etcdPut(t, c, fmt.Sprintf("/big/%02d", i), value)
+	}
+
+	e.Mutate(t, key, cr, func() {
+		withBackup(cr, etcdv1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &etcdv1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	})
+	crashAndRestart(t, e, crash)
+	prefix := ns + "/big/"
+	ups, err := direct.ListUploads(ctx, bucket, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups) == 0 {
+		t.Error("the killed provider left no unfinished upload: the crash did not happen mid-upload")
+	}
+	if _, snaps := storedBackups(t, direct, bucket, prefix); len(snaps) != 0 {
+		t.Errorf("snapshots after a crash mid-upload: %v, want none", snaps)
+	}
+
+	restarted := time.Now()
+	waitIn("a backup after the restart", func(cr *etcdv1alpha1.EtcdCluster) error {
+		b := cr.Status.AtProvider.Backup
+		if b == nil || b.LastSuccessTime == nil || !b.LastSuccessTime.After(restarted) {
+			return fmt.Errorf("no backup since the restart: %+v", b)
+		}
+		return nil
+	})
+	if ups, err := direct.ListUploads(ctx, bucket, prefix); err != nil || len(ups) != 0 {
+		t.Errorf("unfinished uploads after the next backup: %v (%v), want none", ups, err)
+	}
+	mds, snaps := storedBackups(t, direct, bucket, prefix)
+	if len(snaps) == 0 || len(mds) != len(snaps) {
+		t.Fatalf("%d snapshots and %d metadata after the restart, want one of each per backup", len(snaps), len(mds))
+	}
+	for k, md := range mds {
+		sum, n := sha256Of(t, direct, bucket, k)
+		if sum != md.SHA256 || n != md.Size || n < 20<<20 {
+			t.Errorf("%s: sha256 %s (%d bytes), metadata %s (%d); want them equal and over 20 MiB", k, sum, n, md.SHA256, md.Size)
 		}
 	}
 	goneIn(t, e, cr)

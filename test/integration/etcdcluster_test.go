@@ -129,9 +129,15 @@ func connect(t *testing.T, cfg clientv3.Config) *clientv3.Client {
 // etcdConfig is a client configuration made of nothing but the connection Secret.
 func etcdConfig(t *testing.T, ns, secret string) clientv3.Config {
 	t.Helper()
+	return etcdConfigIn(t, env.Kube, ns, secret)
+}
+
+// etcdConfigIn is etcdConfig on the control plane kube reaches.
+func etcdConfigIn(t *testing.T, kube client.Reader, ns, secret string) clientv3.Config {
+	t.Helper()
 	s := &corev1.Secret{}
 	harness.Eventually(t, 30*time.Second, "connection Secret "+secret, func() error {
-		return env.Kube.Get(harness.Ctx(t), client.ObjectKey{Namespace: ns, Name: secret}, s)
+		return kube.Get(harness.Ctx(t), client.ObjectKey{Namespace: ns, Name: secret}, s)
 	})
 	for _, k := range []string{v1alpha1.ConnectionEndpoints, v1alpha1.ConnectionCACert, v1alpha1.ConnectionTLSCert, v1alpha1.ConnectionTLSKey} {
 		if len(s.Data[k]) == 0 {

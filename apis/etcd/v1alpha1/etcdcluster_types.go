@@ -126,9 +126,14 @@ type EtcdClusterParameters struct {
 	ReplaceUnhealthyAfter *common.Duration `json:"replaceUnhealthyAfter,omitempty"`
 
 	// Paused stops every change to the cluster (membership, machines, certificates) while
-	// someone works on it by hand. Observation and the connection Secret continue.
+	// someone works on it by hand. Observation, backups and the connection Secret continue.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// Backup takes snapshots of the cluster on a schedule into an S3 bucket, and deletes
+	// those its retention policy no longer keeps.
+	// +optional
+	Backup *Backup `json:"backup,omitempty"`
 }
 
 // Phases of an EtcdCluster.
@@ -197,6 +202,8 @@ type EtcdClusterObservation struct {
 	// join get the next number, so that no name is ever given twice: a replacement never
 	// passes for the member it replaced in events, logs or this status.
 	LastMemberIndex int64 `json:"lastMemberIndex,omitempty"`
+	// Backup is the state of scheduled backups.
+	Backup *BackupObservation `json:"backup,omitempty"`
 }
 
 // An EtcdClusterSpec defines the desired state of an EtcdCluster.
@@ -222,6 +229,8 @@ type EtcdClusterStatus struct {
 // +kubebuilder:printcolumn:name="VERSION",type="string",JSONPath=".status.atProvider.version"
 // +kubebuilder:printcolumn:name="MEMBERS",type="integer",JSONPath=".spec.forProvider.members"
 // +kubebuilder:printcolumn:name="PHASE",type="string",JSONPath=".status.atProvider.phase"
+// +kubebuilder:printcolumn:name="LAST-BACKUP",type="date",JSONPath=".status.atProvider.backup.lastSuccessTime"
+// +kubebuilder:printcolumn:name="BACKUPS",type="string",JSONPath=".status.atProvider.backup.state",priority=1
 // +kubebuilder:printcolumn:name="LEADER",type="string",JSONPath=".status.atProvider.leader",priority=1
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status

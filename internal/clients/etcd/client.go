@@ -185,23 +185,48 @@ func (c *Client) MoveLeader(ctx context.Context, leaderEndpoint string, to uint6
 	return errors.Wrap(err, errMoveLeader)
 }
 
-// Snapshot streams a snapshot of the member at endpoint's database to w, and returns its
-// size. It goes through a connection of its own to pin the member: a snapshot of whichever
-// member the balancer picks could come from a member that lags behind. It has no timeout of
-// its own, since its duration grows with the database: ctx bounds it.
-func (c *Client) Snapshot(ctx context.Context, endpoint string, w io.Writer) (int64, error) {
+// Snapshot opens a stream of a snapshot of the database of the member at endpoint. It goes
+// through a connection of its own to pin the member: a snapshot of whichever member the
+// balancer picks could come from a member that lags behind. It has no timeout of its own,
+// since its duration grows with the database: ctx bounds it, and the caller closes Data.
+func (c *Client) Snapshot(ctx context.Context, endpoint string) (*Snapshot, error) {
 	sc, err := newClient(ctx, []string{endpoint}, c.tls)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer sc.Close() //nolint:errcheck // Nothing to do about a connection that fails to close.
-	rc, err := sc.Snapshot(ctx)
+	// The revision first: the snapshot, taken after, holds at least every revision up to it.
+	// A serializable read is answered by the member itself, the one being copied.
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	got, err := sc.Get(rctx, "\x00", clientv3.WithSerializable(), clientv3.WithCountOnly())
 	if err != nil {
-		return 0, errors.Wrap(err, errSnapshot)
+		_ = sc.Close()
+		return nil, errors.Wrap(err, errSnapshot)
 	}
-	defer rc.Close() //nolint:errcheck // The error, if any, was returned by Read.
-	n, err := io.Copy(w, rc)
-	return n, errors.Wrap(err, errSnapshot)
+	resp, err := sc.SnapshotWithVersion(ctx)
+	if err != nil {
+		_ = sc.Close()
+		return nil, errors.Wrap(err, errSnapshot)
+	}
+	return &Snapshot{
+		Data:      &closeBoth{ReadCloser: resp.Snapshot, client: sc},
+		MemberID:  got.Header.GetMemberId(),
+		ClusterID: got.Header.GetClusterId(),
+		Revision:  got.Header.GetRevision(),
+		Version:   strings.TrimPrefix(resp.Version, "v"),
+	}, nil
+}
+
+// closeBoth closes the snapshot stream and then the connection it came through.
+type closeBoth struct {
+	io.ReadCloser
+	client *clientv3.Client
+}
+
+func (c *closeBoth) Close() error {
+	err := c.ReadCloser.Close()
+	_ = c.client.Close()
+	return err
 }
 
 // Close releases the connections.

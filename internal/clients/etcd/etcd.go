@@ -5,6 +5,7 @@ package etcd
 
 import (
 	"context"
+	"io"
 )
 
 // A Member is an entry of the etcd membership.
@@ -52,6 +53,23 @@ type Cluster interface {
 	// MoveLeader asks the leader, reached at its client URL, to transfer leadership to the
 	// member with ID to.
 	MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error
+	// Snapshot opens a stream of a point-in-time copy of the database of the member at the
+	// client URL endpoint.
+	Snapshot(ctx context.Context, endpoint string) (*Snapshot, error)
 	// Close releases the connections.
 	Close() error
+}
+
+// A Snapshot is a point-in-time copy of one member's database, on its way.
+type Snapshot struct {
+	// Data is the database followed by its SHA-256, as etcd sends it (and etcdutl restore
+	// checks it). The caller closes it.
+	Data io.ReadCloser
+	// MemberID and ClusterID say whose database it is.
+	MemberID, ClusterID uint64
+	// Revision is a revision the snapshot holds at least: the member's revision just before
+	// the snapshot began. Writes during the snapshot's first moments may add a few.
+	Revision int64
+	// Version is the storage version of the database, as the member reports it: 3.6.0.
+	Version string
 }

@@ -13,8 +13,10 @@ package etcd
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -536,16 +538,29 @@ func TestMembership(t *testing.T) {
 	if !ok {
 		t.Fatalf("New returned a %T, want a *Client", c)
 	}
-	var buf bytes.Buffer
 	start = time.Now()
-	n, err := cl.Snapshot(ctx, to.clientURL(), &buf)
+	snap, err := cl.Snapshot(ctx, to.clientURL())
 	if err != nil {
 		t.Fatalf("Snapshot: %v", err)
 	}
-	if n == 0 || n != int64(buf.Len()) {
-		t.Errorf("Snapshot: returned %d bytes, wrote %d", n, buf.Len())
+	data, err := io.ReadAll(snap.Data)
+	if err != nil {
+		t.Fatalf("Snapshot: reading the stream: %v", err)
 	}
-	t.Logf("Snapshot of %s: %d bytes in %s", to.name, n, time.Since(start))
+	if err := snap.Data.Close(); err != nil {
+		t.Errorf("Snapshot: closing the stream: %v", err)
+	}
+	// etcd appends the database's SHA-256; the database is whole pages.
+	if n := len(data); n < sha256.Size || n%512 != sha256.Size {
+		t.Fatalf("Snapshot: %d bytes, want pages plus a %d-byte checksum", n, sha256.Size)
+	}
+	if sum := sha256.Sum256(data[:len(data)-sha256.Size]); !bytes.Equal(sum[:], data[len(data)-sha256.Size:]) {
+		t.Errorf("Snapshot: the trailing checksum does not match the database")
+	}
+	if snap.MemberID != idOf[to.name] || snap.Revision <= 0 || snap.Version == "" {
+		t.Errorf("Snapshot: member %x revision %d version %q; want member %x, a revision and a version", snap.MemberID, snap.Revision, snap.Version, idOf[to.name])
+	}
+	t.Logf("Snapshot of %s: %d bytes at revision %d (storage %s) in %s", to.name, len(data), snap.Revision, snap.Version, time.Since(start))
 }
 
 // TestQuorumLost checks that the membership of a cluster that lost quorum can still be read,

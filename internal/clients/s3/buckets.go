@@ -248,20 +248,16 @@ func isGone(code string) bool {
 }
 
 func (c *Client) abortUploads(ctx context.Context, name string) error {
-	p := awss3.NewListMultipartUploadsPaginator(c.s3, &awss3.ListMultipartUploadsInput{Bucket: aws.String(name)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if IsNotImplemented(err) {
-			return nil
-		}
-		if err != nil {
-			return errors.Wrap(err, errListUploads)
-		}
-		for _, u := range out.Uploads {
-			_, err := c.s3.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: aws.String(name), Key: u.Key, UploadId: u.UploadId})
-			if err != nil && errorCode(err) != "NoSuchUpload" {
-				return errors.Wrap(err, errAbortUpload)
-			}
+	ups, err := c.ListUploads(ctx, name, "")
+	if IsNotImplemented(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, u := range ups {
+		if err := c.AbortUpload(ctx, name, u); err != nil {
+			return err
 		}
 	}
 	return nil

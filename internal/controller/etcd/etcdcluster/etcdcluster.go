@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/stackservices/provider-stackservices/apis/common"
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
+	"github.com/stackservices/provider-stackservices/internal/clients/s3"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/etcd"
 	"github.com/stackservices/provider-stackservices/internal/machines"
@@ -46,6 +48,7 @@ const (
 	errMembers        = "cannot read the cluster's membership from any member"
 	errBootstrap      = "cannot bootstrap the cluster"
 	errDeleteMachine  = "cannot delete a machine"
+	errAddBackups     = "cannot add the backup runner to the manager"
 
 	// convergingPoll is how soon a cluster that is changing is looked at again: a learner
 	// catching up or an election takes seconds, not a poll interval.
@@ -71,21 +74,35 @@ var Kind = managedcontroller.Kind{
 // Setup adds a controller that reconciles EtcdClusters.
 func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	steady := managedcontroller.PollHook(o.PollJitter)
+	b := newBackups(DefaultBackupSlots, func(c s3.Config) (s3.Objects, error) {
+		if o.WrapTransport != nil {
+			return s3.New(c, s3.WithTransportWrapper(o.WrapTransport))
+		}
+		return s3.New(c)
+	}, etcdclient.New)
+	if err := mgr.Add(b); err != nil {
+		return errors.Wrap(err, errAddBackups)
+	}
 	return managedcontroller.Setup(mgr, o, Kind,
 		managed.WithTypedExternalConnector[*v1alpha1.EtcdCluster](&connector{
 			kube:       mgr.GetClient(),
 			local:      o.LocalMachines,
 			newCluster: etcdclient.New,
 			record:     managedcontroller.Recorder(mgr, Kind),
+			backups:    b,
 		}),
 		// The cluster ID is etcd's to give, at bootstrap.
 		managed.WithInitializers(),
 		managed.WithCreationGracePeriod(0),
 		managed.WithPollIntervalHook(func(mg resource.Managed, poll time.Duration) time.Duration {
-			if cr, ok := mg.(*v1alpha1.EtcdCluster); ok && converging(cr) {
+			cr, ok := mg.(*v1alpha1.EtcdCluster)
+			if !ok {
+				return steady(mg, poll)
+			}
+			if converging(cr) || b.isRunning(cr.GetUID()) {
 				return min(poll, convergingPoll)
 			}
-			return steady(mg, poll)
+			return min(steady(mg, poll), untilNextBackup(cr, time.Now()))
 		}),
 	)
 }
@@ -93,6 +110,16 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 // SetupGated sets the controller up once the EtcdCluster CRD is established.
 func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 	return managedcontroller.Gated(mgr, o, func() error { return Setup(mgr, o) }, Kind.GroupVersionKind)
+}
+
+// untilNextBackup is how long until the cluster's next backup is due, so that it starts on
+// time rather than at the next poll.
+func untilNextBackup(cr *v1alpha1.EtcdCluster, now time.Time) time.Duration {
+	b := cr.Status.AtProvider.Backup
+	if cr.Spec.ForProvider.Backup == nil || b == nil || b.NextScheduledTime == nil {
+		return time.Duration(math.MaxInt64)
+	}
+	return max(b.NextScheduledTime.Sub(now), time.Second)
 }
 
 // converging clusters are changing by themselves or by the provider's hand.
@@ -112,6 +139,7 @@ type connector struct {
 	local      machines.Machines
 	newCluster clusterFactory
 	record     event.Recorder
+	backups    *backups
 }
 
 func (c *connector) Connect(_ context.Context, cr *v1alpha1.EtcdCluster) (managed.TypedExternalClient[*v1alpha1.EtcdCluster], error) {
@@ -125,7 +153,7 @@ func (c *connector) Connect(_ context.Context, cr *v1alpha1.EtcdCluster) (manage
 	default:
 		return nil, errors.Errorf(errFmtMachineType, t)
 	}
-	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, now: time.Now, sleep: sleepCtx}, nil
+	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, backups: c.backups, now: time.Now, sleep: sleepCtx}, nil
 }
 
 type external struct {
@@ -133,11 +161,14 @@ type external struct {
 	machines   machines.Machines
 	newCluster clusterFactory
 	record     event.Recorder
+	backups    *backups
 	now        func() time.Time
 	sleep      func(context.Context, time.Duration) error
 
 	// What the last observation found, for Update to act on.
 	seen *observation
+	// backupDue says the last observation found a backup due.
+	backupDue bool
 	// Every cluster client this reconcile opened, closed by Disconnect.
 	opened []etcdclient.Cluster
 }
@@ -228,10 +259,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EtcdCluster) (manag
 	o.writeStatus(cr)
 	cr.Status.AtProvider.ClientCertificateNotAfter = &metav1.Time{Time: a.client.NotAfter}
 	clientDue := !e.now().Add(s.desired.RenewBefore).Before(a.client.NotAfter)
+	e.backupDue = e.observeBackups(cr)
 	setReadiness(cr, o)
 	return managed.ExternalObservation{
 		ResourceExists:          true,
-		ResourceUpToDate:        (o.next.Type == etcd.None || o.next.Type == etcd.Wait) && !clientDue,
+		ResourceUpToDate:        (o.next.Type == etcd.None || o.next.Type == etcd.Wait) && !clientDue && !e.backupDue,
 		ResourceLateInitialized: lateInit,
 		ConnectionDetails:       connectionDetails(o, a),
 	}, nil
@@ -296,6 +328,10 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 			return managed.ExternalUpdate{}, err
 		}
 		e.record.Event(cr, event.Normal(reasonRenewedClient, "Renewed the client certificate in the connection Secret"))
+	}
+	if e.backupDue && e.seen != nil {
+		// Before any step: a step may take the rest of the budget.
+		e.startBackup(ctx, cr, a, e.seen)
 	}
 
 	deadline := e.now().Add(updateBudget)
@@ -381,6 +417,10 @@ func (e *external) step(ctx context.Context, cr *v1alpha1.EtcdCluster, s setting
 // Delete removes every machine (and its data) and the CA; crossplane-runtime removes the
 // connection Secret.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.EtcdCluster) (managed.ExternalDelete, error) {
+	// The backups stay in their bucket: they are what a new cluster restores from.
+	if e.backups != nil {
+		e.backups.forget(cr.GetUID())
+	}
 	ms, err := e.machines.List(ctx, clusterKey(cr))
 	if err != nil {
 		return managed.ExternalDelete{}, errors.Wrap(err, errListMachines)

@@ -95,7 +95,7 @@ type connector struct {
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.Bucket) (managed.TypedExternalClient[*v1alpha1.Bucket], error) {
-	cfg, err := s3Config(ctx, c.kube, cr)
+	cfg, err := s3.ConfigFrom(ctx, c.kube, s3.BucketCredentials(cr))
 	if err != nil {
 		return nil, err
 	}
@@ -124,12 +124,7 @@ type observed struct {
 	versioning      string
 }
 
-func bucketName(cr *v1alpha1.Bucket) string {
-	if n := meta.GetExternalName(cr); n != "" {
-		return n
-	}
-	return ptr.Deref(cr.Spec.ForProvider.BucketName, cr.GetName())
-}
+func bucketName(cr *v1alpha1.Bucket) string { return s3.BucketName(cr) }
 
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.Bucket) (managed.ExternalObservation, error) {
 	ours := meta.GetExternalName(cr) != ""

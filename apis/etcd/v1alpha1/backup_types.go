@@ -1,0 +1,152 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A LocalObjectReference names an object in the namespace of the resource that holds it.
+type LocalObjectReference struct {
+	// Name of the object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// A BackupDestination is where backups go: a Bucket of this namespace, or a bucket by name
+// with credentials.
+// +kubebuilder:validation:XValidation:rule="has(self.bucketRef) != has(self.bucketName)",message="name the bucket with bucketRef (a Bucket in this namespace) or bucketName, exactly one"
+// +kubebuilder:validation:XValidation:rule="!has(self.bucketRef) || !(has(self.contractRef) || has(self.credentialsSecretRef))",message="with bucketRef the Bucket's own credentials are used: drop contractRef and credentialsSecretRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.bucketName) || (has(self.contractRef) != has(self.credentialsSecretRef))",message="with bucketName, take S3 credentials from contractRef (a Contract in this namespace) or credentialsSecretRef, exactly one"
+type BackupDestination struct {
+	// BucketRef names a Bucket in this namespace: backups go to its bucket, with its
+	// credentials.
+	// +optional
+	BucketRef *LocalObjectReference `json:"bucketRef,omitempty"`
+
+	// BucketName is the name of an S3 bucket that exists.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
+	// +optional
+	BucketName *string `json:"bucketName,omitempty"`
+
+	// ContractRef names a Contract in this namespace whose keys write to the bucket.
+	// +optional
+	ContractRef *LocalObjectReference `json:"contractRef,omitempty"`
+
+	// CredentialsSecretRef names a Secret in this namespace with the keys a Contract's
+	// connection Secret has (access_key_id or aws_access_key_id, secret_access_key or
+	// aws_secret_access_key, endpoint or s3_endpoint, optionally region).
+	// +optional
+	CredentialsSecretRef *LocalObjectReference `json:"credentialsSecretRef,omitempty"`
+
+	// Region the S3 API signs requests for; defaults to the region in the credentials.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Region *string `json:"region,omitempty"`
+
+	// Prefix starts the key of every object of this cluster's backups. Defaults to
+	// <namespace>/<name>/. It ends with a slash.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!_.*'()-][A-Za-z0-9!_.*'()/-]*/$`
+	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.split('/').exists(s, s == '.' || s == '..')",message="prefix must not hold empty, '.' or '..' segments"
+	// +optional
+	Prefix *string `json:"prefix,omitempty"`
+}
+
+// Retention says which backups are kept, with the "forget" semantics of backup tools: the
+// newest keepLast, plus the newest backup of each of the keepHourly newest hours (keepDaily
+// days, keepWeekly ISO weeks, all in UTC) that have one. A backup any rule keeps is kept, and
+// the newest backup is never deleted.
+type Retention struct {
+	// KeepLast is how many of the newest backups are kept. Defaults to 7.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=7
+	// +optional
+	KeepLast *int32 `json:"keepLast,omitempty"`
+	// KeepHourly keeps the newest backup of each of this many hours.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=48
+	// +optional
+	KeepHourly *int32 `json:"keepHourly,omitempty"`
+	// KeepDaily keeps the newest backup of each of this many days.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31
+	// +optional
+	KeepDaily *int32 `json:"keepDaily,omitempty"`
+	// KeepWeekly keeps the newest backup of each of this many weeks.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=52
+	// +optional
+	KeepWeekly *int32 `json:"keepWeekly,omitempty"`
+}
+
+// Backup takes snapshots of the cluster on a schedule into an S3 bucket.
+type Backup struct {
+	// Schedule is when backups are taken, in UTC: a cron expression of five fields
+	// (minute hour day-of-month month day-of-week, "0 */6 * * *"), a descriptor (@hourly,
+	// @daily, @weekly), or @every with a duration of at least 5s ("@every 30m").
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="!self.contains('TZ=')",message="schedules are in UTC: remove the CRON_TZ or TZ prefix"
+	Schedule string `json:"schedule"`
+
+	// Destination is the bucket and key prefix backups go to.
+	Destination BackupDestination `json:"destination"`
+
+	// Retention says which backups are kept; the others are deleted after each backup.
+	// Defaults to the newest 7.
+	// +kubebuilder:default={keepLast: 7}
+	// +optional
+	Retention *Retention `json:"retention,omitempty"`
+}
+
+// Backup states.
+const (
+	// BackupHealthy: the last backup succeeded.
+	BackupHealthy = "Healthy"
+	// BackupFailing: the last backup failed; the reason says why. The next one is still
+	// attempted on schedule.
+	BackupFailing = "Failing"
+	// BackupRunning: the first backup is being taken.
+	BackupRunning = "Running"
+)
+
+// A StoredBackup is a backup the retention policy keeps.
+type StoredBackup struct {
+	// Key of the snapshot object; its metadata is at the same key plus ".json".
+	Key string `json:"key"`
+	// Time the snapshot began.
+	Time metav1.Time `json:"time"`
+	// Revision the snapshot holds at least.
+	Revision int64 `json:"revision"`
+	// Size of the snapshot object in bytes.
+	Size int64 `json:"size"`
+	// SHA256 of the snapshot object.
+	SHA256 string `json:"sha256"`
+}
+
+// BackupObservation is the state of a cluster's backups.
+type BackupObservation struct {
+	// State is Healthy, Failing or Running.
+	State string `json:"state,omitempty"`
+	// Reason the last backup failed.
+	Reason string `json:"reason,omitempty"`
+	// LastAttemptTime is when the last backup began.
+	LastAttemptTime *metav1.Time `json:"lastAttemptTime,omitempty"`
+	// LastSuccessTime is when the last backup that succeeded began.
+	LastSuccessTime *metav1.Time `json:"lastSuccessTime,omitempty"`
+	// LastFailureTime is when the last backup that failed began.
+	LastFailureTime *metav1.Time `json:"lastFailureTime,omitempty"`
+	// NextScheduledTime is when the next backup is due.
+	NextScheduledTime *metav1.Time `json:"nextScheduledTime,omitempty"`
+	// ConsecutiveFailures counts the backups that failed since the last success.
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+	// Bucket and Prefix are where the backups are.
+	Bucket string `json:"bucket,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	// Stored are the backups the retention policy keeps, newest first.
+	Stored []StoredBackup `json:"stored,omitempty"`
+}

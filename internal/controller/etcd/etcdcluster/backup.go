@@ -1,0 +1,404 @@
+package etcdcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+
+	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
+	"github.com/stackservices/provider-stackservices/internal/clients/s3"
+	"github.com/stackservices/provider-stackservices/internal/etcd/backup"
+)
+
+const (
+	errFmtSchedule     = "spec.forProvider.backup.schedule %q is not a schedule: %v"
+	errFmtEveryTooOft  = "spec.forProvider.backup.schedule %q runs more often than every %s"
+	errNoLeader        = "the cluster has no leader: a snapshot now could miss writes, so none is taken"
+	errNoBackupMember  = "no healthy voting member to take a snapshot from"
+	errS3Client        = "cannot build the S3 client of the backup destination"
+	errFmtDestination  = "cannot use spec.forProvider.backup.destination: %v"
+	errBackupsStopped  = "the provider is stopping"
+	errFmtRetentionRan = "the backup was stored, but retention failed: %v"
+
+	reasonBackedUp     = event.Reason("BackedUp")
+	reasonBackupFailed = event.Reason("BackupFailed")
+
+	// minEvery is the shortest @every schedule: a tenant must not turn backups into a load
+	// test of its cluster and of the object store.
+	minEvery = 5 * time.Second
+	// backupTimeout bounds one backup, however large the database.
+	backupTimeout = 2 * time.Hour
+	// DefaultBackupSlots is how many backups the provider runs at once, over every cluster.
+	DefaultBackupSlots = 2
+)
+
+// scheduleParser reads the five standard cron fields and the descriptors (@hourly, @every).
+// Seconds are not a field: @every is the way to run more often than each minute.
+var scheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// parseSchedule parses a backup schedule, in UTC.
+func parseSchedule(s string) (cron.Schedule, error) {
+	sched, err := scheduleParser.Parse(s)
+	if err != nil {
+		return nil, errors.Errorf(errFmtSchedule, s, err)
+	}
+	if every, ok := sched.(cron.ConstantDelaySchedule); ok && every.Delay < minEvery {
+		return nil, errors.Errorf(errFmtEveryTooOft, s, minEvery)
+	}
+	return sched, nil
+}
+
+// A backupJob is everything one backup needs, captured when it starts: the job runs after
+// the reconcile that started it has returned.
+type backupJob struct {
+	uid      types.UID
+	cluster  string
+	started  time.Time
+	s3       s3.Config
+	store    backup.Store
+	policy   backup.Policy
+	member   string
+	endpoint string
+	tls      *tls.Config
+	request  backup.Request
+}
+
+// A backupResult is what a job did.
+type backupResult struct {
+	started time.Time
+	taken   backup.Metadata
+	stored  []backup.Metadata
+	err     error
+}
+
+// backups runs the scheduled backups of every cluster in the background: a backup lasts as
+// long as its database takes to stream, which can be far longer than a reconcile may take.
+// At most one runs per cluster, and at most len(slots) in all, so that clusters with large
+// databases delay each other's backups but never the reconciliation of anything.
+type backups struct {
+	newObjects func(s3.Config) (s3.Objects, error)
+	newCluster clusterFactory
+	slots      chan struct{}
+
+	mu      sync.Mutex
+	base    context.Context // The manager's: jobs stop when the provider does.
+	running map[types.UID]context.CancelFunc
+	results map[types.UID]backupResult
+	wg      sync.WaitGroup
+}
+
+func newBackups(slots int, newObjects func(s3.Config) (s3.Objects, error), newCluster clusterFactory) *backups {
+	return &backups{
+		newObjects: newObjects,
+		newCluster: newCluster,
+		slots:      make(chan struct{}, max(slots, 1)),
+		running:    map[types.UID]context.CancelFunc{},
+		results:    map[types.UID]backupResult{},
+	}
+}
+
+// Start makes backups a manager runnable: jobs run under the manager's context, and the
+// manager waits for them (they abort their uploads) when it stops.
+func (b *backups) Start(ctx context.Context) error {
+	b.mu.Lock()
+	b.base = ctx
+	b.mu.Unlock()
+	<-ctx.Done()
+	b.wg.Wait()
+	return nil
+}
+
+// isRunning tells whether a backup of the cluster is in progress.
+func (b *backups) isRunning(uid types.UID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.running[uid]
+	return ok
+}
+
+// result is the outcome of the cluster's last finished job, if the provider saw one.
+func (b *backups) result(uid types.UID) (backupResult, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.results[uid]
+	return r, ok
+}
+
+// forget cancels the cluster's job, if any, and drops what is known of it.
+func (b *backups) forget(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cancel, ok := b.running[uid]; ok {
+		cancel()
+	}
+	delete(b.results, uid)
+}
+
+// start runs the job in the background; false when one runs already for the cluster or the
+// provider is not running (yet, or any more).
+func (b *backups) start(j backupJob) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.running[j.uid]; ok || b.base == nil || b.base.Err() != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(b.base, backupTimeout)
+	b.running[j.uid] = cancel
+	b.wg.Go(func() {
+		defer cancel()
+		r := b.run(ctx, j)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.running, j.uid)
+		b.results[j.uid] = r
+	})
+	return true
+}
+
+func (b *backups) run(ctx context.Context, j backupJob) backupResult {
+	r := backupResult{started: j.started}
+	select {
+	case b.slots <- struct{}{}:
+		defer func() { <-b.slots }()
+	case <-ctx.Done():
+		r.err = errors.New(errBackupsStopped)
+		return r
+	}
+	objs, err := b.newObjects(j.s3)
+	if err != nil {
+		r.err = errors.Wrap(err, errS3Client)
+		return r
+	}
+	j.store.Objects = objs
+	cl, err := b.newCluster(ctx, []string{j.endpoint}, j.tls)
+	if err != nil {
+		r.err = errors.Wrap(err, errConnectCluster)
+		return r
+	}
+	defer cl.Close() //nolint:errcheck // Nothing to do about a connection that fails to close.
+	j.request.Open = func(ctx context.Context) (*etcdclient.Snapshot, error) { return cl.Snapshot(ctx, j.endpoint) }
+	if r.taken, r.err = backup.Take(ctx, j.store, j.request); r.err != nil {
+		return r
+	}
+	if r.stored, err = backup.Prune(ctx, j.store, j.policy, time.Now()); err != nil {
+		r.err = errors.Errorf(errFmtRetentionRan, err)
+	}
+	return r
+}
+
+// destination resolves where the cluster's backups go: the bucket, the prefix and the source
+// of the credentials. Everything it reads is in the cluster's namespace.
+func destination(ctx context.Context, kube client.Reader, cr *v1alpha1.EtcdCluster) (bucket, prefix string, cfg s3.Config, err error) {
+	d := cr.Spec.ForProvider.Backup.Destination
+	prefix = ptr.Deref(d.Prefix, cr.GetNamespace()+"/"+cr.GetName()+"/")
+	src := s3.CredentialSource{Namespace: cr.GetNamespace(), Field: "spec.forProvider.backup.destination", Region: d.Region}
+	switch {
+	case d.BucketRef != nil:
+		var bsrc s3.CredentialSource
+		if bucket, bsrc, err = s3.CredentialsOfBucket(ctx, kube, cr.GetNamespace(), d.BucketRef.Name); err != nil {
+			return "", "", s3.Config{}, err
+		}
+		if src.Region == nil {
+			src.Region = bsrc.Region
+		}
+		src.Field, src.ContractName, src.SecretName = "the Bucket "+d.BucketRef.Name, bsrc.ContractName, bsrc.SecretName
+	case d.BucketName != nil:
+		bucket = *d.BucketName
+		if d.ContractRef != nil {
+			src.Field, src.ContractName = "spec.forProvider.backup.destination.contractRef", &d.ContractRef.Name
+		} else if d.CredentialsSecretRef != nil {
+			src.Field, src.SecretName = "spec.forProvider.backup.destination.credentialsSecretRef", &d.CredentialsSecretRef.Name
+		}
+	}
+	cfg, err = s3.ConfigFrom(ctx, kube, src)
+	return bucket, prefix, cfg, err
+}
+
+func retentionOf(cr *v1alpha1.EtcdCluster) backup.Policy {
+	p := backup.Policy{KeepLast: 7}
+	if r := cr.Spec.ForProvider.Backup.Retention; r != nil {
+		p.KeepLast = int(ptr.Deref(r.KeepLast, 7))
+		p.KeepHourly = int(ptr.Deref(r.KeepHourly, 0))
+		p.KeepDaily = int(ptr.Deref(r.KeepDaily, 0))
+		p.KeepWeekly = int(ptr.Deref(r.KeepWeekly, 0))
+	}
+	return p
+}
+
+// observeBackups folds what the cluster's backup jobs did into status, and says whether a
+// backup is due. It reads nothing outside the provider: jobs report through b.
+func (e *external) observeBackups(cr *v1alpha1.EtcdCluster) (due bool) {
+	spec := cr.Spec.ForProvider.Backup
+	if spec == nil || e.backups == nil {
+		cr.Status.AtProvider.Backup = nil
+		return false
+	}
+	st := cr.Status.AtProvider.Backup
+	if st == nil {
+		st = &v1alpha1.BackupObservation{}
+		cr.Status.AtProvider.Backup = st
+	}
+	if r, ok := e.backups.result(cr.GetUID()); ok {
+		e.report(cr, st, r)
+	}
+	sched, err := parseSchedule(spec.Schedule)
+	if err != nil {
+		e.fail(cr, st, err)
+		st.NextScheduledTime = nil
+		return false
+	}
+	if e.backups.isRunning(cr.GetUID()) {
+		if st.State == "" {
+			st.State = v1alpha1.BackupRunning
+		}
+		return false
+	}
+	from := cr.GetCreationTimestamp().Time
+	if st.LastAttemptTime != nil {
+		from = st.LastAttemptTime.Time
+	}
+	next := sched.Next(from.UTC())
+	st.NextScheduledTime = &metav1.Time{Time: next}
+	return !e.now().Before(next)
+}
+
+// report writes a finished job's outcome into status, once: the result stays known until
+// the next job replaces it, and status says whether it was reported (a status write that
+// lost a conflict did not, and the next observation reports it again).
+func (e *external) report(cr *v1alpha1.EtcdCluster, st *v1alpha1.BackupObservation, r backupResult) {
+	if st.LastAttemptTime == nil || st.LastAttemptTime.Time.Before(r.started) {
+		st.LastAttemptTime = &metav1.Time{Time: r.started}
+	}
+	if r.taken.Key != "" && !sameTime(st.LastSuccessTime, r.started) {
+		st.LastSuccessTime = &metav1.Time{Time: r.started}
+		st.ConsecutiveFailures = 0
+		st.State, st.Reason = v1alpha1.BackupHealthy, ""
+		if r.stored != nil {
+			st.Stored = storedBackups(r.stored)
+		}
+		e.record.Event(cr, event.Normal(reasonBackedUp, fmt.Sprintf("Stored backup %s (%d bytes, revision %d) from member %s; keeping %d",
+			r.taken.Key, r.taken.Size, r.taken.Revision, r.taken.Member, len(st.Stored))))
+	}
+	if r.err != nil {
+		e.failAttempt(cr, st, r.started, r.err)
+	}
+}
+
+func sameTime(t *metav1.Time, u time.Time) bool { return t != nil && t.Time.Equal(u) }
+
+// failAttempt reports a backup attempt (begun at started) that failed, once. It does not
+// touch the cluster's readiness: the cluster serves as well without a backup, and the next
+// one is attempted on schedule.
+func (e *external) failAttempt(cr *v1alpha1.EtcdCluster, st *v1alpha1.BackupObservation, started time.Time, err error) {
+	if sameTime(st.LastFailureTime, started) {
+		return
+	}
+	st.LastFailureTime = &metav1.Time{Time: started}
+	st.State, st.Reason = v1alpha1.BackupFailing, err.Error()
+	st.ConsecutiveFailures++
+	e.record.Event(cr, event.Warning(reasonBackupFailed, err))
+}
+
+// fail reports a spec that stops backups before any attempt (a schedule that does not
+// parse), once per reason.
+func (e *external) fail(cr *v1alpha1.EtcdCluster, st *v1alpha1.BackupObservation, err error) {
+	if st.State == v1alpha1.BackupFailing && st.Reason == err.Error() {
+		return
+	}
+	st.State, st.Reason = v1alpha1.BackupFailing, err.Error()
+	e.record.Event(cr, event.Warning(reasonBackupFailed, err))
+}
+
+func storedBackups(ms []backup.Metadata) []v1alpha1.StoredBackup {
+	out := make([]v1alpha1.StoredBackup, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, v1alpha1.StoredBackup{Key: m.Key, Time: metav1.Time{Time: m.Time}, Revision: m.Revision, Size: m.Size, SHA256: m.SHA256})
+	}
+	return out
+}
+
+// startBackup starts the backup that is due, from a healthy follower when there is one (the
+// leader has the most to do). Whatever stops it from starting is reported like a failed
+// backup, and the attempt counts: the next one is the next scheduled time, not at once.
+func (e *external) startBackup(ctx context.Context, cr *v1alpha1.EtcdCluster, a *authority, o *observation) {
+	st := cr.Status.AtProvider.Backup
+	sched, err := parseSchedule(cr.Spec.ForProvider.Backup.Schedule)
+	if err != nil {
+		return
+	}
+	now := e.now().UTC()
+	st.LastAttemptTime = &metav1.Time{Time: now}
+	st.NextScheduledTime = &metav1.Time{Time: sched.Next(now)}
+
+	from, err := backupMember(o)
+	if err != nil {
+		e.failAttempt(cr, st, now, err)
+		return
+	}
+	bucket, prefix, cfg, err := destination(ctx, e.kube, cr)
+	if err != nil {
+		e.failAttempt(cr, st, now, errors.Errorf(errFmtDestination, err))
+		return
+	}
+	tlsCfg, err := a.ca.TLSConfig(a.client)
+	if err != nil {
+		e.failAttempt(cr, st, now, errors.Wrap(err, errTLS))
+		return
+	}
+	st.Bucket, st.Prefix = bucket, prefix
+	j := backupJob{
+		uid: cr.GetUID(), cluster: cr.GetNamespace() + "/" + cr.GetName(), started: now,
+		s3:       cfg,
+		store:    backup.Store{Bucket: bucket, Prefix: prefix, Owner: string(cr.GetUID())},
+		policy:   retentionOf(cr),
+		member:   from.plan.Name,
+		endpoint: from.clientURL,
+		tls:      tlsCfg,
+		request: backup.Request{
+			Cluster: cr.GetNamespace() + "/" + cr.GetName(), ClusterID: cr.Status.AtProvider.ClusterID,
+			Member: from.plan.Name, EtcdVersion: cr.Status.AtProvider.Version, Now: now,
+		},
+	}
+	if !e.backups.start(j) {
+		// One runs already (a reconcile raced this one), or the provider stops: nothing lost.
+		return
+	}
+	if st.State == "" {
+		st.State = v1alpha1.BackupRunning
+	}
+}
+
+// backupMember picks the member to copy: a healthy voter that is not the leader, else the
+// leader. Learners may lag; unhealthy members cannot answer.
+func backupMember(o *observation) (member, error) {
+	if o.leader == 0 {
+		return member{}, errors.New(errNoLeader)
+	}
+	var leader *member
+	for i := range o.members {
+		m := &o.members[i]
+		if m.plan.ID == 0 || m.plan.Learner || !m.plan.Healthy || m.clientURL == "" {
+			continue
+		}
+		if m.plan.ID != o.leader {
+			return *m, nil
+		}
+		leader = m
+	}
+	if leader == nil {
+		return member{}, errors.New(errNoBackupMember)
+	}
+	return *leader, nil
+}

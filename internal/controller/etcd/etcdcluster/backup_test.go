@@ -1,0 +1,180 @@
+package etcdcluster
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+
+	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/etcd"
+	"github.com/stackservices/provider-stackservices/internal/etcd/backup"
+)
+
+func TestParseSchedule(t *testing.T) {
+	from := time.Date(2026, 11, 24, 10, 7, 0, 0, time.UTC)
+	cases := map[string]struct {
+		schedule string
+		next     time.Time
+		wantErr  string
+	}{
+		"Cron":          {schedule: "0 */6 * * *", next: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)},
+		"Hourly":        {schedule: "@hourly", next: time.Date(2026, 11, 24, 11, 0, 0, 0, time.UTC)},
+		"Every":         {schedule: "@every 5s", next: from.Add(5 * time.Second)},
+		"EveryTooOften": {schedule: "@every 1s", wantErr: "more often than every 5s"},
+		"SecondsField":  {schedule: "*/2 * * * * *", wantErr: "is not a schedule"},
+		"Garbage":       {schedule: "every day at noon", wantErr: "is not a schedule"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := parseSchedule(tc.schedule)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseSchedule(%q) = %v, want an error with %q", tc.schedule, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Next(from); !got.Equal(tc.next) {
+				t.Errorf("Next(%s) = %s, want %s", from, got, tc.next)
+			}
+		})
+	}
+}
+
+func TestBackupMember(t *testing.T) {
+	m := func(name string, id uint64, healthy, learner bool) member {
+		return member{plan: etcd.Member{Name: name, ID: id, Healthy: healthy, Learner: learner}, clientURL: "https://" + name}
+	}
+	cases := map[string]struct {
+		o       observation
+		want    string
+		wantErr string
+	}{
+		"AFollower":          {o: observation{leader: 1, members: []member{m("a", 1, true, false), m("b", 2, true, false)}}, want: "b"},
+		"NotALearner":        {o: observation{leader: 1, members: []member{m("a", 1, true, false), m("b", 2, true, true)}}, want: "a"},
+		"NotAnUnhealthyOne":  {o: observation{leader: 1, members: []member{m("a", 1, true, false), m("b", 2, false, false), m("c", 3, true, false)}}, want: "c"},
+		"TheLeaderWhenAlone": {o: observation{leader: 1, members: []member{m("a", 1, true, false)}}, want: "a"},
+		"NoLeader":           {o: observation{members: []member{m("a", 1, true, false)}}, wantErr: errNoLeader},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := backupMember(&tc.o)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("backupMember() = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got.plan.Name != tc.want {
+				t.Errorf("backupMember() = %q, %v; want %q", got.plan.Name, err, tc.want)
+			}
+		})
+	}
+}
+
+// recorder records the reasons of the events the controller sends.
+type recorder struct{ got *[]string }
+
+func (r recorder) Event(_ runtime.Object, ev event.Event) { *r.got = append(*r.got, string(ev.Reason)) }
+func (r recorder) WithAnnotations(...string) event.Recorder { return r }
+
+func TestObserveBackups(t *testing.T) {
+	created := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	t1 := created.Add(5 * time.Second)
+	t2 := created.Add(10 * time.Second)
+	mt := func(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
+	taken := backup.Metadata{Key: "p/a.snapshot", Member: "m-1", Size: 10, Revision: 3, SHA256: "ab", Time: t1}
+
+	cases := map[string]struct {
+		status  *v1alpha1.BackupObservation
+		result  *backupResult
+		running bool
+		now     time.Time
+		want    *v1alpha1.BackupObservation
+		due     bool
+		events  []string
+	}{
+		"FirstIsDueOneIntervalAfterCreation": {
+			now:  t1,
+			want: &v1alpha1.BackupObservation{NextScheduledTime: mt(t1)},
+			due:  true,
+		},
+		"NotDueYet": {
+			now:  t1.Add(-time.Second),
+			want: &v1alpha1.BackupObservation{NextScheduledTime: mt(t1)},
+		},
+		"RunningIsNotDue": {
+			status:  &v1alpha1.BackupObservation{LastAttemptTime: mt(t1)},
+			running: true,
+			now:     t2.Add(time.Minute),
+			want:    &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), State: v1alpha1.BackupRunning},
+		},
+		"SuccessReported": {
+			status: &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "earlier", ConsecutiveFailures: 2},
+			result: &backupResult{started: t1, taken: taken, stored: []backup.Metadata{taken}},
+			now:    t1.Add(time.Second),
+			want: &v1alpha1.BackupObservation{
+				LastAttemptTime: mt(t1), LastSuccessTime: mt(t1), State: v1alpha1.BackupHealthy, NextScheduledTime: mt(t2),
+				Stored: []v1alpha1.StoredBackup{{Key: "p/a.snapshot", Time: metav1.Time{Time: t1}, Revision: 3, Size: 10, SHA256: "ab"}},
+			},
+			events: []string{"BackedUp"},
+		},
+		"SuccessReportedOnce": {
+			status: &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), LastSuccessTime: mt(t1), State: v1alpha1.BackupHealthy},
+			result: &backupResult{started: t1, taken: taken, stored: []backup.Metadata{taken}},
+			now:    t1.Add(time.Second),
+			want:   &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), LastSuccessTime: mt(t1), State: v1alpha1.BackupHealthy, NextScheduledTime: mt(t2)},
+		},
+		"FailureCountsOnce": {
+			status: &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), LastFailureTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "boom", ConsecutiveFailures: 1},
+			result: &backupResult{started: t1, err: errors.New("boom")},
+			now:    t2,
+			want:   &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), LastFailureTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "boom", ConsecutiveFailures: 1, NextScheduledTime: mt(t2)},
+			due:    true,
+		},
+		"SameFailureAgainCounts": {
+			status: &v1alpha1.BackupObservation{LastAttemptTime: mt(t2), LastFailureTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "boom", ConsecutiveFailures: 1},
+			result: &backupResult{started: t2, err: errors.New("boom")},
+			now:    t2.Add(time.Second),
+			want:   &v1alpha1.BackupObservation{LastAttemptTime: mt(t2), LastFailureTime: mt(t2), State: v1alpha1.BackupFailing, Reason: "boom", ConsecutiveFailures: 2, NextScheduledTime: mt(t2.Add(5 * time.Second))},
+			events: []string{"BackupFailed"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cr := cluster("a", v1alpha1.EtcdClusterParameters{Backup: &v1alpha1.Backup{Schedule: "@every 5s"}})
+			cr.SetUID(types.UID("uid"))
+			cr.SetCreationTimestamp(metav1.Time{Time: created})
+			cr.Status.AtProvider.Backup = tc.status
+			b := newBackups(1, nil, nil)
+			if tc.result != nil {
+				b.results["uid"] = *tc.result
+			}
+			if tc.running {
+				b.running["uid"] = func() {}
+			}
+			var got []string
+			e := &external{backups: b, record: recorder{got: &got}, now: func() time.Time { return tc.now }}
+			due := e.observeBackups(cr)
+			if due != tc.due {
+				t.Errorf("due = %t, want %t", due, tc.due)
+			}
+			if diff := cmp.Diff(tc.want, cr.Status.AtProvider.Backup); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.events, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,242 @@
+// Package backup takes backups of etcd clusters into S3 buckets and reads them back.
+//
+// A backup is two objects: the snapshot, streamed from one member through
+// Maintenance.Snapshot straight into a multipart upload (memory bounded by a few parts, nothing
+// on the provider's disk, etcd's trailing SHA-256 checked as the bytes pass, the upload
+// aborted on any error so that no partial or corrupt object is ever committed), and a small
+// metadata document next to it (Metadata). Retention and restore read the metadata; nothing
+// reads meaning from object names.
+//
+// Every object a cluster writes carries its owner tag (from the EtcdCluster's UID) in its key,
+// and its metadata names the owner: clusters that share a bucket and prefix never prune,
+// abort or restore each other's backups by accident.
+package backup
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
+	"github.com/stackservices/provider-stackservices/internal/clients/s3"
+)
+
+const (
+	errOpen         = "cannot open a snapshot stream"
+	errUpload       = "cannot upload the snapshot"
+	errEncode       = "cannot encode the backup metadata"
+	errPutMetadata  = "cannot store the backup metadata"
+	errList         = "cannot list the backups"
+	errFmtGet       = "cannot read backup metadata %s"
+	errDelete       = "cannot delete backups the retention policy drops"
+	errListUploads  = "cannot list unfinished uploads"
+	errAbortUpload  = "cannot abort an unfinished upload"
+	errFmtSize      = "the stored snapshot has %d bytes, its metadata says %d"
+	errFmtChecksum  = "the stored snapshot's SHA-256 is %s, its metadata says %s: the object was changed or damaged"
+	errReadSnapshot = "cannot read the stored snapshot"
+
+	// DefaultPartSize is the size of the parts snapshots are uploaded in: the provider holds
+	// at most three at once.
+	DefaultPartSize = 8 << 20
+
+	// orphanAge is how old a snapshot without metadata must be before it is deleted: younger
+	// ones may be a backup between its two writes.
+	orphanAge = 10 * time.Minute
+)
+
+// A Store is where a cluster's backups go: the objects under a prefix of one bucket.
+type Store struct {
+	Objects s3.Objects
+	Bucket  string
+	// Prefix starts every key, and ends with a slash unless empty.
+	Prefix string
+	// Owner identifies the cluster whose backups these are (its UID). Only objects carrying
+	// it are pruned or aborted.
+	Owner string
+}
+
+// tag is the owner's mark in keys: short enough for keys people read, long enough that
+// clusters sharing a prefix do not meet.
+func (s Store) tag() string {
+	o := strings.ReplaceAll(s.Owner, "-", "")
+	return "." + o[:min(len(o), 12)]
+}
+
+func (s Store) ours(key string) bool {
+	return strings.HasPrefix(key, s.Prefix) && strings.HasSuffix(strings.TrimSuffix(key, metadataSuffix), s.tag()+snapshotSuffix)
+}
+
+// A Request says what to back up.
+type Request struct {
+	// Cluster is the EtcdCluster (namespace/name) and ClusterID its etcd cluster ID in hex.
+	Cluster, ClusterID string
+	// Member is the name of the member to copy; Open opens its snapshot stream.
+	Member string
+	Open   func(context.Context) (*etcdclient.Snapshot, error)
+	// EtcdVersion is the version the cluster runs.
+	EtcdVersion string
+	// PartSize of the upload (0: DefaultPartSize).
+	PartSize int64
+	// Now is when the backup begins.
+	Now time.Time
+}
+
+// Take streams a snapshot into the store and writes its metadata. Unfinished uploads of the
+// owner (a provider killed mid-upload leaves them) are aborted first: only one backup of a
+// cluster runs at a time.
+func Take(ctx context.Context, st Store, req Request) (Metadata, error) {
+	if err := abortLeftovers(ctx, st); err != nil {
+		return Metadata{}, err
+	}
+	snap, err := req.Open(ctx)
+	if err != nil {
+		return Metadata{}, errors.Wrap(err, errOpen)
+	}
+	defer snap.Data.Close() //nolint:errcheck // Read errors are what count; they were returned.
+
+	key := snapshotKey(st.Prefix, req.Now, snap.Revision)
+	key = strings.TrimSuffix(key, snapshotSuffix) + st.tag() + snapshotSuffix
+	chk := newChecked(snap.Data)
+	stored := newCounted(chk)
+	partSize := req.PartSize
+	if partSize == 0 {
+		partSize = DefaultPartSize
+	}
+	if _, err := st.Objects.UploadStream(ctx, st.Bucket, key, stored, partSize); err != nil {
+		return Metadata{}, errors.Wrap(err, errUpload)
+	}
+	md := Metadata{
+		Format:         formatVersion,
+		Key:            key,
+		Owner:          st.Owner,
+		Cluster:        req.Cluster,
+		ClusterID:      req.ClusterID,
+		Member:         req.Member,
+		MemberID:       strconv.FormatUint(snap.MemberID, 16),
+		EtcdVersion:    req.EtcdVersion,
+		StorageVersion: snap.Version,
+		Revision:       snap.Revision,
+		Size:           stored.n,
+		SHA256:         stored.sum(),
+		SnapshotSHA256: chk.digest(),
+		Time:           req.Now.UTC(),
+	}
+	b, err := md.encode()
+	if err != nil {
+		return Metadata{}, errors.Wrap(err, errEncode)
+	}
+	if err := st.Objects.PutObject(ctx, st.Bucket, MetadataKey(key), b); err != nil {
+		// A snapshot without metadata is no backup: take it away rather than leave it to
+		// the orphan sweep.
+		_ = st.Objects.DeleteObjects(context.WithoutCancel(ctx), st.Bucket, []string{key})
+		return Metadata{}, errors.Wrap(err, errPutMetadata)
+	}
+	return md, nil
+}
+
+// abortLeftovers aborts the owner's unfinished uploads under the prefix.
+func abortLeftovers(ctx context.Context, st Store) error {
+	ups, err := st.Objects.ListUploads(ctx, st.Bucket, st.Prefix)
+	if err != nil {
+		return errors.Wrap(err, errListUploads)
+	}
+	for _, u := range ups {
+		if st.ours(u.Key) {
+			if err := st.Objects.AbortUpload(ctx, st.Bucket, u); err != nil {
+				return errors.Wrap(err, errAbortUpload)
+			}
+		}
+	}
+	return nil
+}
+
+// List reads the metadata of every backup of the owner in the store. Metadata that cannot be
+// read is an error: retention must not drop what it cannot see.
+func List(ctx context.Context, st Store) ([]Metadata, []s3.Object, error) {
+	objs, err := st.Objects.ListObjects(ctx, st.Bucket, st.Prefix)
+	if err != nil {
+		return nil, nil, errors.Wrap(err, errList)
+	}
+	var out []Metadata
+	for _, o := range objs {
+		if !isMetadataKey(o.Key) || !st.ours(o.Key) {
+			continue
+		}
+		md, err := readMetadata(ctx, st, o.Key)
+		if err != nil {
+			return nil, nil, err
+		}
+		if md.Owner == st.Owner {
+			out = append(out, md)
+		}
+	}
+	return out, objs, nil
+}
+
+func readMetadata(ctx context.Context, st Store, key string) (Metadata, error) {
+	r, _, err := st.Objects.GetObject(ctx, st.Bucket, key)
+	if err != nil {
+		return Metadata{}, errors.Wrapf(err, errFmtGet, key)
+	}
+	defer r.Close() //nolint:errcheck // Read-only.
+	b, err := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err != nil {
+		return Metadata{}, errors.Wrapf(err, errFmtGet, key)
+	}
+	return decodeMetadata(key, b)
+}
+
+// Prune applies the policy to the owner's backups: it deletes those the policy drops (both
+// objects) and snapshots of the owner that never got their metadata, and returns the backups
+// kept, newest first.
+func Prune(ctx context.Context, st Store, p Policy, now time.Time) ([]Metadata, error) {
+	all, objs, err := List(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	keep, drop := Retain(all, p)
+	described := map[string]bool{}
+	for _, md := range all {
+		described[md.Key] = true
+	}
+	var keys []string
+	for _, md := range drop {
+		keys = append(keys, md.Key, MetadataKey(md.Key))
+	}
+	for _, o := range objs {
+		if isSnapshotKey(o.Key) && st.ours(o.Key) && !described[o.Key] && now.Sub(o.LastModified) > orphanAge {
+			keys = append(keys, o.Key)
+		}
+	}
+	if len(keys) > 0 {
+		if err := st.Objects.DeleteObjects(ctx, st.Bucket, keys); err != nil {
+			return nil, errors.Wrap(err, errDelete)
+		}
+	}
+	return keep, nil
+}
+
+// Check reads a stored snapshot whole and checks its size and checksum against its metadata:
+// what a restore does before any member starts.
+func Check(ctx context.Context, st Store, md Metadata) error {
+	r, _, err := st.Objects.GetObject(ctx, st.Bucket, md.Key)
+	if err != nil {
+		return errors.Wrap(err, errReadSnapshot)
+	}
+	defer r.Close() //nolint:errcheck // Read-only.
+	c := newCounted(r)
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		return errors.Wrap(err, errReadSnapshot)
+	}
+	if c.n != md.Size {
+		return errors.Errorf(errFmtSize, c.n, md.Size)
+	}
+	if got := c.sum(); got != md.SHA256 {
+		return errors.Errorf(errFmtChecksum, got, md.SHA256)
+	}
+	return nil
+}
