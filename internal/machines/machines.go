@@ -83,6 +83,27 @@ type MemberConfig struct {
 	AutoCompactionRetention string
 	// SnapshotCount is etcd's --snapshot-count (0: etcd's default).
 	SnapshotCount uint64
+	// Restore, when set, is the snapshot the member's data is restored from before it first
+	// starts (a member that has data keeps it). Every member of a restored cluster gets the
+	// same snapshot and InitialClusterState "new".
+	Restore *RestoreSource
+}
+
+// A RestoreSource is a snapshot a new member restores its data from. It carries no
+// credentials: a machine fetches the snapshot from a URL that grants reading that one object
+// for a short while (an S3 pre-signed URL), and refuses anything but the bytes the provider
+// checked.
+type RestoreSource struct {
+	// URL reads the snapshot, without credentials, until it expires. It is a secret while it
+	// lasts: backends never log or store it.
+	URL string
+	// Size and SHA256 (hex) of the snapshot at URL.
+	Size   int64
+	SHA256 string
+	// BumpRevision is added to the snapshot's revision, and the restored keyspace is marked
+	// compacted there (etcdutl's --bump-revision and --mark-compacted): clients that watched
+	// the old cluster see a compaction, never revisions going backwards.
+	BumpRevision uint64
 }
 
 // Machines is a backend that runs etcd members. Every method is idempotent: calling it again

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -342,4 +347,142 @@ func TestEtcdBackupFailuresAreReportedNotUnready(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// allKeys reads every key and value of the cluster, and the revision it is at.
+func allKeys(t *testing.T, c *clientv3.Client) (map[string]string, int64) {
+	t.Helper()
+	rsp, err := c.Get(harness.Ctx(t), "", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := make(map[string]string, len(rsp.Kvs))
+	for _, x := range rsp.Kvs {
+		kv[string(x.Key)] = string(x.Value)
+	}
+	return kv, rsp.Header.Revision
+}
+
+// restoreFrom is a cluster made from a backup of the versitygw bucket of the namespace.
+func restoreFrom(ns, name, version string, members int32, bucket string, r v1alpha1.Restore) *v1alpha1.EtcdCluster {
+	cr := newEtcdCluster(ns, name, version, members)
+	r.Source.BucketName, r.Source.CredentialsSecretRef = &bucket, &v1alpha1.LocalObjectReference{Name: "s3"}
+	cr.Spec.ForProvider.Restore = &r
+	return cr
+}
+
+// TestEtcdRestoreIntoANewCluster: a new cluster made from a backup holds every key and value
+// of the backup, has a cluster ID of its own, and starts at a revision moved on past the old
+// cluster's and compacted there, so that a watch of the old revisions sees a compaction. A
+// backup chosen by time restores too. A tampered, a missing and a too-new backup are refused
+// with nothing started.
+func TestEtcdRestoreIntoANewCluster(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	ns := etcdNamespace(t, "etcd-restore")
+	bucket, direct := vgwBackupBucket(t, ns)
+	src := withBackup(newEtcdCluster(ns, "source", etcdNew, 3), v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	runningCluster(t, src, clusterIs(3, etcdNew))
+	c := etcdClient(t, ns, "source-etcd", false)
+	for i := range 200 {
+		etcdPut(t, c, fmt.Sprintf("/catalog/%03d", i), fmt.Sprintf("item-%d-%s", i, strings.Repeat("z", i)))
+	}
+	// Overwrites and deletes: the backup holds the latest state, not the history.
+	for i := range 50 {
+		etcdPut(t, c, fmt.Sprintf("/catalog/%03d", i), "updated")
+	}
+	if _, err := c.Delete(ctx, "/catalog/19", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	want, oldRev := allKeys(t, c)
+	written := time.Now()
+	src = backupsSince(t, src, written, 1)
+	newest := src.Status.AtProvider.Backup.Stored[0]
+	// No more backups: the ones there stay put for the rest of the test.
+	env.Mutate(t, client.ObjectKeyFromObject(src), src, func() { src.Spec.ForProvider.Backup = nil })
+	if newest.Revision < oldRev {
+		t.Fatalf("newest backup %s at revision %d, want at least %d", newest.Key, newest.Revision, oldRev)
+	}
+
+	restored := restoreFrom(ns, "restored", etcdNew, 3, bucket, v1alpha1.Restore{Key: &newest.Key})
+	start := time.Now()
+	runningCluster(t, restored, clusterIs(3, etcdNew))
+	t.Logf("restored 3 members from %s (%d bytes) in %s", newest.Key, newest.Size, time.Since(start).Round(time.Millisecond))
+	rc := etcdClient(t, ns, "restored-etcd", false)
+	got, newRev := allKeys(t, rc)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("keys and values of the restored cluster (-backup +restored):\n%s", diff)
+	}
+	if restored.Status.AtProvider.ClusterID == src.Status.AtProvider.ClusterID {
+		t.Errorf("the restored cluster has the cluster ID of its source, %s", src.Status.AtProvider.ClusterID)
+	}
+	if newRev < newest.Revision+v1alpha1.DefaultBumpRevision {
+		t.Errorf("restored revision %d, want at least %d + %d", newRev, newest.Revision, v1alpha1.DefaultBumpRevision)
+	}
+	rf := restored.Status.AtProvider.RestoredFrom
+	if rf == nil || rf.Key != newest.Key || rf.SHA256 != newest.SHA256 || rf.ClusterID != src.Status.AtProvider.ClusterID || rf.BumpRevision != v1alpha1.DefaultBumpRevision {
+		t.Errorf("status.atProvider.restoredFrom %+v, want the backup %s of cluster %s", rf, newest.Key, src.Status.AtProvider.ClusterID)
+	}
+	// A watcher that resumes from a revision of the old cluster sees a compaction.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	wr := <-rc.Watch(wctx, "/catalog/", clientv3.WithPrefix(), clientv3.WithRev(oldRev))
+	if wr.CompactRevision == 0 && !errors.Is(wr.Err(), rpctypes.ErrCompacted) {
+		t.Errorf("watch from the old revision %d: %v (compact revision %d), want a compaction", oldRev, wr.Err(), wr.CompactRevision)
+	}
+	// The restored cluster takes writes.
+	etcdPut(t, rc, "/after-restore", "yes")
+
+	// By time: the newest backup before now, into a single member.
+	byTime := restoreFrom(ns, "by-time", etcdNew, 1, bucket, v1alpha1.Restore{
+		Source: v1alpha1.BackupDestination{Prefix: ptr.To(ns + "/source/")}, LatestBefore: &metav1.Time{Time: time.Now()},
+	})
+	runningCluster(t, byTime, clusterIs(1, etcdNew))
+	if got, _ := allKeys(t, etcdClient(t, ns, "by-time-etcd", false)); !cmp.Equal(want, got) {
+		t.Errorf("the cluster restored by time holds %d keys, want the %d of the backups", len(got), len(want))
+	}
+
+	// A tampered backup: the snapshot changed after its metadata was written.
+	mds, _ := storedBackups(t, direct, bucket, ns+"/source/")
+	md := mds[newest.Key]
+	r, _, err := direct.GetObject(ctx, bucket, md.Key)
+	if err != nil {
+		t.Fatalf("the backup %s is gone already: %v", md.Key, err)
+	}
+	data, err := io.ReadAll(r)
+	_ = r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	md.Key = "tampered/" + md.Key[strings.LastIndex(md.Key, "/")+1:]
+	b, _ := json.Marshal(md)
+	if err := direct.PutObject(ctx, bucket, md.Key, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.PutObject(ctx, bucket, md.Key+".json", b); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		cr   *v1alpha1.EtcdCluster
+		want string
+	}{
+		"tampered": {cr: restoreFrom(ns, "tampered", etcdNew, 3, bucket, v1alpha1.Restore{Key: &md.Key}), want: "cannot be restored, and nothing was started"},
+		"missing":  {cr: restoreFrom(ns, "missing", etcdNew, 3, bucket, v1alpha1.Restore{Key: ptr.To(ns + "/source/nothing.snapshot")}), want: "cannot find the backup"},
+		"too-new":  {cr: restoreFrom(ns, "too-new", etcdOld, 1, bucket, v1alpha1.Restore{Key: &newest.Key}), want: "restore it into 3.6 or 3.7"},
+		"too-early": {cr: restoreFrom(ns, "too-early", etcdNew, 1, bucket, v1alpha1.Restore{
+			Source: v1alpha1.BackupDestination{Prefix: ptr.To(ns + "/source/")}, LatestBefore: &metav1.Time{Time: written.Add(-time.Hour)},
+		}), want: "was taken before"},
+	} {
+		if err := env.Kube.Create(ctx, tc.cr); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		waitForConditionMessage(t, toUnstructured(t, tc.cr), tc.want)
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(tc.cr), tc.cr); err != nil {
+			t.Fatal(err)
+		}
+		if ms, err := env.Machines.List(ctx, string(tc.cr.GetUID())); err != nil || len(ms) != 0 {
+			t.Errorf("%s: %d machines (%v), want none: nothing may start from a backup that cannot be restored", name, len(ms), err)
+		}
+	}
 }

@@ -150,3 +150,50 @@ type BackupObservation struct {
 	// Stored are the backups the retention policy keeps, newest first.
 	Stored []StoredBackup `json:"stored,omitempty"`
 }
+
+// DefaultBumpRevision is how far a restore moves the revision on by default: far beyond what
+// the old cluster can have written since its last backup.
+const DefaultBumpRevision = 1000000000
+
+// Restore makes a new cluster from a backup. Every member is restored from the same snapshot
+// before any starts; the cluster gets a new cluster ID, and its revision is moved on
+// (bumpRevision) and marked compacted, so that clients that watched the old cluster see a
+// compaction rather than revisions going backwards.
+// +kubebuilder:validation:XValidation:rule="has(self.key) != has(self.latestBefore)",message="restore names one backup: its key, or latestBefore to take the newest backup before a time"
+// +kubebuilder:validation:XValidation:rule="!has(self.latestBefore) || has(self.source.prefix)",message="restore.latestBefore needs source.prefix: the prefix the backups to choose from were written under"
+type Restore struct {
+	// Source is the bucket the backup is in, and its credentials, as in backup.destination.
+	Source BackupDestination `json:"source"`
+
+	// Key of the snapshot object to restore (its metadata is at the same key plus ".json").
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Key *string `json:"key,omitempty"`
+
+	// LatestBefore restores the newest backup under source.prefix that was taken before
+	// this time.
+	// +optional
+	LatestBefore *metav1.Time `json:"latestBefore,omitempty"`
+
+	// BumpRevision is added to the backup's revision. Defaults to 1000000000.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	BumpRevision *int64 `json:"bumpRevision,omitempty"`
+}
+
+// A RestoredBackup says which backup a cluster was made from.
+type RestoredBackup struct {
+	// Key of the snapshot object, and its checksum.
+	Key    string `json:"key"`
+	SHA256 string `json:"sha256"`
+	// ClusterID of the cluster the backup was taken of, in hex.
+	ClusterID string `json:"clusterID,omitempty"`
+	// Revision the backup holds at least.
+	Revision int64 `json:"revision"`
+	// BumpRevision is how far the restore moved the revision on: the restored cluster
+	// starts, compacted, at the backup's own revision plus this.
+	BumpRevision int64 `json:"bumpRevision"`
+	// Time the backup was taken.
+	Time metav1.Time `json:"time"`
+}

@@ -87,6 +87,7 @@ type Settings struct {
 }
 
 // EtcdClusterParameters are the configurable fields of an EtcdCluster.
+// +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="restore is honoured only when the cluster is created: it cannot be added or removed later"
 // +kubebuilder:validation:XValidation:rule="!has(self.settings) || !has(self.settings.autoCompactionRetention) || has(self.settings.autoCompactionMode)",message="settings.autoCompactionRetention needs settings.autoCompactionMode (periodic or revision)"
 // +kubebuilder:validation:XValidation:rule="!has(self.settings) || !has(self.settings.autoCompactionMode) || self.settings.autoCompactionMode != 'revision' || !has(self.settings.autoCompactionRetention) || self.settings.autoCompactionRetention.matches('^[0-9]+$')",message="with autoCompactionMode revision, autoCompactionRetention is a number of revisions such as 10000"
 type EtcdClusterParameters struct {
@@ -134,6 +135,12 @@ type EtcdClusterParameters struct {
 	// those its retention policy no longer keeps.
 	// +optional
 	Backup *Backup `json:"backup,omitempty"`
+
+	// Restore makes the cluster from a backup when it is created. It is honoured only then,
+	// and cannot change.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restore cannot change: it is honoured only when the cluster is created"
+	// +optional
+	Restore *Restore `json:"restore,omitempty"`
 }
 
 // Phases of an EtcdCluster.
@@ -204,6 +211,8 @@ type EtcdClusterObservation struct {
 	LastMemberIndex int64 `json:"lastMemberIndex,omitempty"`
 	// Backup is the state of scheduled backups.
 	Backup *BackupObservation `json:"backup,omitempty"`
+	// RestoredFrom is the backup the cluster was made from.
+	RestoredFrom *RestoredBackup `json:"restoredFrom,omitempty"`
 }
 
 // An EtcdClusterSpec defines the desired state of an EtcdCluster.

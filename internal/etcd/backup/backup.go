@@ -15,6 +15,7 @@ package backup
 import (
 	"context"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,18 +27,19 @@ import (
 )
 
 const (
-	errOpen         = "cannot open a snapshot stream"
-	errUpload       = "cannot upload the snapshot"
-	errEncode       = "cannot encode the backup metadata"
-	errPutMetadata  = "cannot store the backup metadata"
-	errList         = "cannot list the backups"
-	errFmtGet       = "cannot read backup metadata %s"
-	errDelete       = "cannot delete backups the retention policy drops"
-	errListUploads  = "cannot list unfinished uploads"
-	errAbortUpload  = "cannot abort an unfinished upload"
-	errFmtSize      = "the stored snapshot has %d bytes, its metadata says %d"
-	errFmtChecksum  = "the stored snapshot's SHA-256 is %s, its metadata says %s: the object was changed or damaged"
-	errReadSnapshot = "cannot read the stored snapshot"
+	errOpen          = "cannot open a snapshot stream"
+	errUpload        = "cannot upload the snapshot"
+	errEncode        = "cannot encode the backup metadata"
+	errPutMetadata   = "cannot store the backup metadata"
+	errList          = "cannot list the backups"
+	errFmtGet        = "cannot read backup metadata %s"
+	errDelete        = "cannot delete backups the retention policy drops"
+	errListUploads   = "cannot list unfinished uploads"
+	errAbortUpload   = "cannot abort an unfinished upload"
+	errFmtSize       = "the stored snapshot has %d bytes, its metadata says %d"
+	errFmtChecksum   = "the stored snapshot's SHA-256 is %s, its metadata says %s: the object was changed or damaged"
+	errReadSnapshot  = "cannot read the stored snapshot"
+	errFmtNoneBefore = "none of the %d backups in %s/%s was taken before %s"
 
 	// DefaultPartSize is the size of the parts snapshots are uploaded in: the provider holds
 	// at most three at once.
@@ -66,8 +68,13 @@ func (s Store) tag() string {
 	return "." + o[:min(len(o), 12)]
 }
 
+// ours tells whether key is one of the owner's objects; with no owner (a store read to
+// restore from), every object under the prefix is.
 func (s Store) ours(key string) bool {
-	return strings.HasPrefix(key, s.Prefix) && strings.HasSuffix(strings.TrimSuffix(key, metadataSuffix), s.tag()+snapshotSuffix)
+	if !strings.HasPrefix(key, s.Prefix) {
+		return false
+	}
+	return s.Owner == "" || strings.HasSuffix(strings.TrimSuffix(key, metadataSuffix), s.tag()+snapshotSuffix)
 }
 
 // A Request says what to back up.
@@ -154,7 +161,28 @@ func abortLeftovers(ctx context.Context, st Store) error {
 	return nil
 }
 
-// List reads the metadata of every backup of the owner in the store. Metadata that cannot be
+// Describe reads the metadata of the backup whose snapshot is at key.
+func Describe(ctx context.Context, st Store, key string) (Metadata, error) {
+	return readMetadata(ctx, st, MetadataKey(key))
+}
+
+// LatestBefore is the newest backup in the store (of any owner) taken before t.
+func LatestBefore(ctx context.Context, st Store, t time.Time) (Metadata, error) {
+	all, _, err := List(ctx, st)
+	if err != nil {
+		return Metadata{}, err
+	}
+	slices.SortFunc(all, Newer)
+	for _, md := range all {
+		if md.Time.Before(t) {
+			return md, nil
+		}
+	}
+	return Metadata{}, errors.Errorf(errFmtNoneBefore, len(all), st.Bucket, st.Prefix, t.UTC().Format(time.RFC3339))
+}
+
+// List reads the metadata of every backup of the owner in the store (of every owner, when
+// the store names none). Metadata that cannot be
 // read is an error: retention must not drop what it cannot see.
 func List(ctx context.Context, st Store) ([]Metadata, []s3.Object, error) {
 	objs, err := st.Objects.ListObjects(ctx, st.Bucket, st.Prefix)
@@ -170,7 +198,7 @@ func List(ctx context.Context, st Store) ([]Metadata, []s3.Object, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if md.Owner == st.Owner {
+		if st.Owner == "" || md.Owner == st.Owner {
 			out = append(out, md)
 		}
 	}

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,8 @@ const (
 	errNoTLS         = "the member configuration lacks the CA certificate, the member certificate or its key"
 	errFmtState      = "the initial cluster state must be new or existing, not %q"
 	errNegativeQuota = "the backend quota cannot be negative"
+	errBadRestore    = "the snapshot to restore needs a URL, a size and a SHA-256"
+	errRestoreJoin   = "only the members of a new cluster are restored from a snapshot; a joining member gets its data from the cluster"
 	errWriteTLS      = "cannot write the member's certificates"
 	errOpenLog       = "cannot open etcd.log"
 	errExec          = "cannot start etcd"
@@ -63,6 +66,13 @@ func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.
 	dir := b.machineDir(cluster, name)
 	if r, err = b.prepare(dir, r, cfg); err != nil {
 		return machines.Machine{}, err
+	}
+	if cfg.Restore != nil {
+		if _, err := os.Stat(filepath.Join(dir, dataDir)); errors.Is(err, fs.ErrNotExist) {
+			if err := b.restore(ctx, dir, r, cfg); err != nil {
+				return machines.Machine{}, errors.Wrapf(err, errFmtConfig, name, cluster)
+			}
+		}
 	}
 	exited, err := launch(dir, &r)
 	if err != nil {
@@ -108,6 +118,10 @@ func validate(cfg machines.MemberConfig) error {
 		return errors.New(errNoTLS)
 	case cfg.QuotaBackendBytes < 0:
 		return errors.New(errNegativeQuota)
+	case cfg.Restore != nil && (cfg.Restore.URL == "" || cfg.Restore.Size <= 0 || len(cfg.Restore.SHA256) != 64):
+		return errors.New(errBadRestore)
+	case cfg.Restore != nil && cfg.InitialClusterState != "new":
+		return errors.New(errRestoreJoin)
 	}
 	return nil
 }
@@ -261,7 +275,12 @@ func tailFile(path string, n int) string {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "(cannot read it: " + err.Error() + ")"
 	}
-	lines := strings.Split(strings.TrimRight(string(b[:k]), "\n"), "\n")
+	return lastLines(string(b[:k]), n)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

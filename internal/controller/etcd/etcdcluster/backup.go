@@ -198,12 +198,17 @@ func (b *backups) run(ctx context.Context, j backupJob) backupResult {
 	return r
 }
 
-// destination resolves where the cluster's backups go: the bucket, the prefix and the source
-// of the credentials. Everything it reads is in the cluster's namespace.
+// destination resolves where the cluster's backups go: the bucket, the prefix and the
+// credentials.
 func destination(ctx context.Context, kube client.Reader, cr *v1alpha1.EtcdCluster) (bucket, prefix string, cfg s3.Config, err error) {
-	d := cr.Spec.ForProvider.Backup.Destination
-	prefix = ptr.Deref(d.Prefix, cr.GetNamespace()+"/"+cr.GetName()+"/")
-	src := s3.CredentialSource{Namespace: cr.GetNamespace(), Field: "spec.forProvider.backup.destination", Region: d.Region}
+	return location(ctx, kube, cr, cr.Spec.ForProvider.Backup.Destination, "spec.forProvider.backup.destination", cr.GetNamespace()+"/"+cr.GetName()+"/")
+}
+
+// location resolves a bucket, a prefix (defaultPrefix when d names none) and credentials.
+// Everything it reads is in the cluster's namespace.
+func location(ctx context.Context, kube client.Reader, cr *v1alpha1.EtcdCluster, d v1alpha1.BackupDestination, field, defaultPrefix string) (bucket, prefix string, cfg s3.Config, err error) {
+	prefix = ptr.Deref(d.Prefix, defaultPrefix)
+	src := s3.CredentialSource{Namespace: cr.GetNamespace(), Field: field, Region: d.Region}
 	switch {
 	case d.BucketRef != nil:
 		var bsrc s3.CredentialSource
@@ -217,9 +222,9 @@ func destination(ctx context.Context, kube client.Reader, cr *v1alpha1.EtcdClust
 	case d.BucketName != nil:
 		bucket = *d.BucketName
 		if d.ContractRef != nil {
-			src.Field, src.ContractName = "spec.forProvider.backup.destination.contractRef", &d.ContractRef.Name
+			src.Field, src.ContractName = field+".contractRef", &d.ContractRef.Name
 		} else if d.CredentialsSecretRef != nil {
-			src.Field, src.SecretName = "spec.forProvider.backup.destination.credentialsSecretRef", &d.CredentialsSecretRef.Name
+			src.Field, src.SecretName = field+".credentialsSecretRef", &d.CredentialsSecretRef.Name
 		}
 	}
 	cfg, err = s3.ConfigFrom(ctx, kube, src)

@@ -85,7 +85,7 @@ func TestBackupMember(t *testing.T) {
 // recorder records the reasons of the events the controller sends.
 type recorder struct{ got *[]string }
 
-func (r recorder) Event(_ runtime.Object, ev event.Event) { *r.got = append(*r.got, string(ev.Reason)) }
+func (r recorder) Event(_ runtime.Object, ev event.Event)   { *r.got = append(*r.got, string(ev.Reason)) }
 func (r recorder) WithAnnotations(...string) event.Recorder { return r }
 
 func TestObserveBackups(t *testing.T) {

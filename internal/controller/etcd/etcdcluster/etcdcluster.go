@@ -53,6 +53,10 @@ const (
 	// convergingPoll is how soon a cluster that is changing is looked at again: a learner
 	// catching up or an election takes seconds, not a poll interval.
 	convergingPoll = 5 * time.Second
+	// reconcileTimeout bounds a reconcile: a bootstrap from a backup downloads and restores it
+	// on every member first, which takes longer than crossplane-runtime's default minute for
+	// large databases.
+	reconcileTimeout = 5 * time.Minute
 	// updateBudget bounds one Update's loop of steps (the reconcile has a minute in all).
 	updateBudget = 30 * time.Second
 	// statusTimeout bounds the status request to each member: a member that does not answer
@@ -74,12 +78,13 @@ var Kind = managedcontroller.Kind{
 // Setup adds a controller that reconciles EtcdClusters.
 func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	steady := managedcontroller.PollHook(o.PollJitter)
-	b := newBackups(DefaultBackupSlots, func(c s3.Config) (s3.Objects, error) {
+	newObjects := func(c s3.Config) (s3.Objects, error) {
 		if o.WrapTransport != nil {
 			return s3.New(c, s3.WithTransportWrapper(o.WrapTransport))
 		}
 		return s3.New(c)
-	}, etcdclient.New)
+	}
+	b := newBackups(DefaultBackupSlots, newObjects, etcdclient.New)
 	if err := mgr.Add(b); err != nil {
 		return errors.Wrap(err, errAddBackups)
 	}
@@ -90,7 +95,10 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			newCluster: etcdclient.New,
 			record:     managedcontroller.Recorder(mgr, Kind),
 			backups:    b,
+			newObjects: newObjects,
 		}),
+		// A bootstrap from a backup streams the backup to each member first.
+		managed.WithTimeout(reconcileTimeout),
 		// The cluster ID is etcd's to give, at bootstrap.
 		managed.WithInitializers(),
 		managed.WithCreationGracePeriod(0),
@@ -140,6 +148,7 @@ type connector struct {
 	newCluster clusterFactory
 	record     event.Recorder
 	backups    *backups
+	newObjects func(s3.Config) (s3.Objects, error)
 }
 
 func (c *connector) Connect(_ context.Context, cr *v1alpha1.EtcdCluster) (managed.TypedExternalClient[*v1alpha1.EtcdCluster], error) {
@@ -153,7 +162,7 @@ func (c *connector) Connect(_ context.Context, cr *v1alpha1.EtcdCluster) (manage
 	default:
 		return nil, errors.Errorf(errFmtMachineType, t)
 	}
-	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, backups: c.backups, now: time.Now, sleep: sleepCtx}, nil
+	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, backups: c.backups, newObjects: c.newObjects, now: time.Now, sleep: sleepCtx}, nil
 }
 
 type external struct {
@@ -162,6 +171,7 @@ type external struct {
 	newCluster clusterFactory
 	record     event.Recorder
 	backups    *backups
+	newObjects func(s3.Config) (s3.Objects, error)
 	now        func() time.Time
 	sleep      func(context.Context, time.Duration) error
 
@@ -301,7 +311,13 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 		return managed.ExternalCreation{}, err
 	}
 	cr.Status.AtProvider.CASecretName = caSecretName(cr)
-	if err := e.bootstrap(ctx, cr, s, a); err != nil {
+	var restore *machines.RestoreSource
+	if cr.Spec.ForProvider.Restore != nil {
+		if restore, err = e.restoreSource(ctx, cr, s); err != nil {
+			return managed.ExternalCreation{}, err
+		}
+	}
+	if err := e.bootstrap(ctx, cr, s, a, restore); err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errBootstrap)
 	}
 	cr.Status.AtProvider.Phase = v1alpha1.PhaseCreating
@@ -368,13 +384,16 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 // resource's version is carried over so the reconciler's own write at the end goes through.
 // Best effort: that write says the same.
 func (e *external) reportProgress(ctx context.Context, cr *v1alpha1.EtcdCluster) {
+	at := cr.Status.AtProvider
+	e.patchAtProvider(ctx, cr, map[string]any{"phase": at.Phase, "nextStep": at.NextStep, "remaining": at.Remaining, "refused": at.Refused})
+}
+
+// patchAtProvider merge-patches fields of status.atProvider, best effort.
+func (e *external) patchAtProvider(ctx context.Context, cr *v1alpha1.EtcdCluster, fields map[string]any) {
 	if e.kube == nil {
 		return
 	}
-	at := cr.Status.AtProvider
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"atProvider": map[string]any{
-		"phase": at.Phase, "nextStep": at.NextStep, "remaining": at.Remaining, "refused": at.Refused,
-	}}})
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"atProvider": fields}})
 	if err != nil {
 		return
 	}

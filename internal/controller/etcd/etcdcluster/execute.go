@@ -2,10 +2,12 @@ package etcdcluster
 
 import (
 	"context"
+	stderrors "errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -167,9 +169,10 @@ func (e *external) memberConfig(cr *v1alpha1.EtcdCluster, s settings, a *authori
 	return cfg, nil
 }
 
-// bootstrap allocates and starts every member of a new cluster at once, then waits (a
-// while) for the cluster to elect a leader and records its ID as the external name.
-func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority) error {
+// bootstrap allocates and starts every member of a new cluster at once (restoring each from
+// the same backup first, when restore is set), then waits (a while) for the cluster to elect
+// a leader and records its ID as the external name.
+func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority, restore *machines.RestoreSource) error {
 	key := clusterKey(cr)
 	existing, err := e.machines.List(ctx, key)
 	if err != nil {
@@ -200,15 +203,27 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s se
 		}
 		peers[i] = n + "=" + ms[i].PeerURL
 	}
-	for _, m := range ms {
-		cfg, err := e.memberConfig(cr, s, a, m, s.desired.Version)
-		if err != nil {
+	cfgs := make([]machines.MemberConfig, len(ms))
+	for i, m := range ms {
+		if cfgs[i], err = e.memberConfig(cr, s, a, m, s.desired.Version); err != nil {
 			return err
 		}
-		cfg.InitialCluster, cfg.InitialClusterState = strings.Join(peers, ","), "new"
-		if _, err := e.machines.Start(ctx, key, m.Name, cfg); err != nil {
-			return errors.Wrap(err, errStart)
-		}
+		cfgs[i].InitialCluster, cfgs[i].InitialClusterState, cfgs[i].Restore = strings.Join(peers, ","), "new", restore
+	}
+	// All at once: a member waits for the others to form the cluster anyway, and a restore
+	// (a download and etcdutl) takes as long on each.
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Go(func() {
+			if _, err := e.machines.Start(ctx, key, m.Name, cfgs[i]); err != nil {
+				errs[i] = errors.Wrap(err, errStart)
+			}
+		})
+	}
+	wg.Wait()
+	if err := stderrors.Join(errs...); err != nil {
+		return err
 	}
 	return e.awaitLeader(ctx, cr, s, a)
 }

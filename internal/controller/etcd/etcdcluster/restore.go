@@ -1,0 +1,87 @@
+package etcdcluster
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/etcd"
+	"github.com/stackservices/provider-stackservices/internal/etcd/backup"
+	"github.com/stackservices/provider-stackservices/internal/machines"
+)
+
+const (
+	errFmtRestoreFind    = "cannot find the backup spec.forProvider.restore names: %v"
+	errFmtRestoreCheck   = "backup %s cannot be restored, and nothing was started: %v"
+	errFmtRestoreVersion = "backup %s is of etcd %s: restore it into %d.%d or %d.%d (etcd moves one minor version at a time, never back), not %s"
+	errRestorePresign    = "cannot make the URL the members read the backup from"
+
+	// restoreURLTTL is how long the URL members fetch the backup from works: long enough for
+	// every member to start its download, short enough to be worthless soon after.
+	restoreURLTTL = 15 * time.Minute
+)
+
+// restoreSource finds the backup the spec names, checks it whole (size and SHA-256, against
+// its metadata) and that the cluster's version can run it, and returns where the members
+// fetch it from: a pre-signed URL, so that no member ever holds S3 credentials. Nothing
+// starts unless all of that holds.
+func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings) (*machines.RestoreSource, error) {
+	r := cr.Spec.ForProvider.Restore
+	bucket, prefix, cfg, err := location(ctx, e.kube, cr, r.Source, "spec.forProvider.restore.source", "")
+	if err != nil {
+		return nil, errors.Errorf(errFmtRestoreFind, err)
+	}
+	objs, err := e.newObjects(cfg)
+	if err != nil {
+		return nil, errors.Errorf(errFmtRestoreFind, err)
+	}
+	st := backup.Store{Objects: objs, Bucket: bucket, Prefix: prefix}
+	var md backup.Metadata
+	if r.Key != nil {
+		md, err = backup.Describe(ctx, st, *r.Key)
+	} else {
+		md, err = backup.LatestBefore(ctx, st, r.LatestBefore.Time)
+	}
+	if err != nil {
+		return nil, errors.Errorf(errFmtRestoreFind, err)
+	}
+	if err := restorableInto(md, s.desired.Version); err != nil {
+		return nil, err
+	}
+	if err := backup.Check(ctx, st, md); err != nil {
+		return nil, errors.Errorf(errFmtRestoreCheck, md.Key, err)
+	}
+	url, err := objs.PresignGet(ctx, bucket, md.Key, restoreURLTTL)
+	if err != nil {
+		return nil, errors.Wrap(err, errRestorePresign)
+	}
+	bump := ptr.Deref(r.BumpRevision, v1alpha1.DefaultBumpRevision)
+	cr.Status.AtProvider.RestoredFrom = &v1alpha1.RestoredBackup{
+		Key: md.Key, SHA256: md.SHA256, ClusterID: md.ClusterID, Revision: md.Revision, BumpRevision: bump, Time: metav1.Time{Time: md.Time},
+	}
+	// Written now: crossplane-runtime re-reads the resource after Create (to record the
+	// external name), which drops status set in memory.
+	e.patchAtProvider(ctx, cr, map[string]any{"restoredFrom": cr.Status.AtProvider.RestoredFrom})
+	return &machines.RestoreSource{URL: url, Size: md.Size, SHA256: md.SHA256, BumpRevision: uint64(bump)}, nil //nolint:gosec // At least 1 by admission.
+}
+
+// restorableInto says whether a cluster of version v can start from the backup: the version
+// the backup's cluster ran, or the next minor one (an upgrade); never an older one.
+func restorableInto(md backup.Metadata, v etcd.Version) error {
+	from, err := etcd.ParseVersion(md.EtcdVersion)
+	if err != nil {
+		// Only the storage version is known (3.6.0): its minor is what counts.
+		if from, err = etcd.ParseVersion(md.StorageVersion); err != nil {
+			return nil
+		}
+	}
+	if v.Major == from.Major && (v.Minor == from.Minor || v.Minor == from.Minor+1) {
+		return nil
+	}
+	return errors.Errorf(errFmtRestoreVersion, md.Key, from, from.Major, from.Minor, from.Major, from.Minor+1, v)
+}
