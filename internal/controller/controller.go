@@ -5,6 +5,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/stackservices/provider-stackservices/internal/controller/config"
+	"github.com/stackservices/provider-stackservices/internal/controller/etcd/etcdbackup"
 	"github.com/stackservices/provider-stackservices/internal/controller/etcd/etcdcluster"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/controller/network/securitygroup"
@@ -22,6 +23,7 @@ func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 		contract.SetupGated,
 		bucket.SetupGated,
 		etcdcluster.SetupGated,
+		etcdbackup.SetupGated,
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

@@ -100,6 +100,9 @@ type RestoreSource struct {
 	// Size and SHA256 (hex) of the snapshot at URL.
 	Size   int64
 	SHA256 string
+	// AgeIdentity, when set, decrypts the snapshot at URL (an age-encrypted backup). It is a
+	// secret: backends never log or store it.
+	AgeIdentity string
 	// BumpRevision is added to the snapshot's revision, and the restored keyspace is marked
 	// compacted there (etcdutl's --bump-revision and --mark-compacted): clients that watched
 	// the old cluster see a compaction, never revisions going backwards.

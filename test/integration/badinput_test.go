@@ -103,18 +103,23 @@ func TestBadInput(t *testing.T) {
 		"BucketContractMissing":    {kind: "Bucket", manifest: `{contractRef: {name: nope}}`, condition: "cannot resolve spec.forProvider.contractRef"},
 
 		// EtcdClusters.
-		"EtcdEvenMembers":          {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 4, machines: {type: Local}}`, refused: "members"},
-		"EtcdUnknownVersion":       {kind: "EtcdCluster", manifest: `{version: "3.8.0", members: 3, machines: {type: Local}}`, refused: "version"},
-		"EtcdReplaceAfterGarbage":  {kind: "EtcdCluster", manifest: `{` + validEtcd + `, replaceUnhealthyAfter: 2mins}`, refused: "replaceUnhealthyAfter"},
-		"EtcdReplaceAfterZero":     {kind: "EtcdCluster", manifest: `{` + validEtcd + `, replaceUnhealthyAfter: 0s}`, refused: "replaceUnhealthyAfter must be between 1s and 8760h"},
-		"EtcdRenewAfterExpiry":     {kind: "EtcdCluster", manifest: `{` + validEtcd + `, tls: {certificateValidity: 1h, renewBefore: 2h}}`, refused: "renewBefore must be shorter"},
-		"EtcdCertificatesOverflow": {kind: "EtcdCluster", manifest: `{` + validEtcd + `, tls: {certificateValidity: 9999999999h}}`, refused: "certificateValidity"},
-		"EtcdBackupInATimeZone":    {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "CRON_TZ=Europe/Paris 0 * * * *", destination: {` + validDestination + `}}}`, refused: "schedules are in UTC"},
-		"EtcdBackupTwoBuckets":     {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {bucketRef: {name: b}, ` + validDestination + `}}}`, refused: "exactly one"},
-		"EtcdBackupNoCredentials":  {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {bucketName: backups}}}`, refused: "S3 credentials"},
-		"EtcdBackupPrefixEscapes":  {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {` + validDestination + `, prefix: "a/../b/"}}}`, refused: "prefix"},
-		"EtcdBackupPrefixAbsolute": {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {` + validDestination + `, prefix: "/etc/"}}}`, refused: "prefix"},
-		"EtcdBackupKeepNone":       {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {` + validDestination + `}, retention: {keepLast: 0}}}`, refused: "keepLast"},
+		"EtcdEvenMembers":           {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 4, machines: {type: Local}}`, refused: "members"},
+		"EtcdUnknownVersion":        {kind: "EtcdCluster", manifest: `{version: "3.8.0", members: 3, machines: {type: Local}}`, refused: "version"},
+		"EtcdReplaceAfterGarbage":   {kind: "EtcdCluster", manifest: `{` + validEtcd + `, replaceUnhealthyAfter: 2mins}`, refused: "replaceUnhealthyAfter"},
+		"EtcdReplaceAfterZero":      {kind: "EtcdCluster", manifest: `{` + validEtcd + `, replaceUnhealthyAfter: 0s}`, refused: "replaceUnhealthyAfter must be between 1s and 8760h"},
+		"EtcdRenewAfterExpiry":      {kind: "EtcdCluster", manifest: `{` + validEtcd + `, tls: {certificateValidity: 1h, renewBefore: 2h}}`, refused: "renewBefore must be shorter"},
+		"EtcdCertificatesOverflow":  {kind: "EtcdCluster", manifest: `{` + validEtcd + `, tls: {certificateValidity: 9999999999h}}`, refused: "certificateValidity"},
+		"EtcdBackupInATimeZone":     {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "CRON_TZ=Europe/Paris 0 * * * *", destination: {` + validDestination + `}}}`, refused: "schedules are in UTC"},
+		"EtcdBackupTwoBuckets":      {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {bucketRef: {name: b}, ` + validDestination + `}}}`, refused: "exactly one"},
+		"EtcdBackupNoCredentials":   {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {bucketName: backups}}}`, refused: "S3 credentials"},
+		"EtcdBackupPrefixEscapes":   {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {` + validDestination + `, prefix: "a/../b/"}}}`, refused: "prefix"},
+		"EtcdBackupPrefixAbsolute":  {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {` + validDestination + `, prefix: "/etc/"}}}`, refused: "prefix"},
+		"EtcdBackupKeepNone":        {kind: "EtcdCluster", manifest: `{` + validEtcd + `, backup: {schedule: "@hourly", destination: {` + validDestination + `}, retention: {keepLast: 0}}}`, refused: "keepLast"},
+		"EtcdRestoreTwoBackups":     {kind: "EtcdCluster", manifest: `{` + validEtcd + `, restore: {source: {` + validDestination + `, prefix: "a/"}, key: a/b.snapshot, latestBefore: "2026-01-01T00:00:00Z"}}`, refused: "restore names one backup"},
+		"EtcdRestoreLatestNoPrefix": {kind: "EtcdCluster", manifest: `{` + validEtcd + `, restore: {source: {` + validDestination + `}, latestBefore: "2026-01-01T00:00:00Z"}}`, refused: "needs source.prefix"},
+		"EtcdRestoreRefAndSource":   {kind: "EtcdCluster", manifest: `{` + validEtcd + `, restore: {backupRef: {name: b}, source: {` + validDestination + `}}}`, refused: "knows its own"},
+		"EtcdRestoreNoBump":         {kind: "EtcdCluster", manifest: `{` + validEtcd + `, restore: {backupRef: {name: b}, bumpRevision: 0}}`, refused: "bumpRevision"},
+		"EtcdBackupNoDestination":   {kind: "EtcdBackup", manifest: `{clusterRef: {name: c}}`, refused: "destination"},
 	}
 
 	// What the condition cases refer to.
@@ -169,7 +174,7 @@ const uuidV4 = "6f1c3a52-3a2b-4c8e-9a51-1f0e2d3c4b5a"
 // spec.forProvider and the namespace's ProviderConfig.
 func mistakeObject(t *testing.T, ns, name string, m mistake) *unstructured.Unstructured {
 	t.Helper()
-	api := map[string]string{"SecurityGroup": sgAPI, "SecurityGroupAttachment": sgAPI, "Contract": objAPI, "Bucket": objAPI, "EtcdCluster": etcdAPI}[m.kind]
+	api := map[string]string{"SecurityGroup": sgAPI, "SecurityGroupAttachment": sgAPI, "Contract": objAPI, "Bucket": objAPI, "EtcdCluster": etcdAPI, "EtcdBackup": etcdAPI}[m.kind]
 	forProvider := map[string]any{}
 	if err := yaml.Unmarshal([]byte(m.manifest), &forProvider); err != nil {
 		t.Fatalf("the test's manifest does not parse: %v", err)

@@ -17,12 +17,17 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
 	"github.com/google/go-cmp/cmp"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/common"
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
@@ -241,7 +246,7 @@ func TestEtcdBackupsToSwiftThroughABucket(t *testing.T) {
 		// Long enough that a backup that read the old keys finishes with them.
 		Rotation: &objv1alpha1.KeyRotation{GracePeriod: ptr.To(common.Duration("20s"))},
 	})
-	bkt := newBucket(ns, "backups", objv1alpha1.BucketParameters{ContractName: ptr.To("backup")})
+	bkt := newBucket(ns, "backups", objv1alpha1.BucketParameters{BucketName: ptr.To(bucketName(ns, "backups")), ContractName: ptr.To("backup")})
 	if err := env.Kube.Create(ctx, bkt); err != nil {
 		t.Fatal(err)
 	}
@@ -288,10 +293,19 @@ func TestEtcdBackupsToSwiftThroughABucket(t *testing.T) {
 	if n := countEvents(t, ns, "carts", "BackupFailed"); n != 0 {
 		t.Errorf("%d BackupFailed events, want none across the rotation", n)
 	}
-	// Backups outlive their cluster; the test empties the bucket so the Bucket can go.
+	// Backups outlive their cluster; the test empties the bucket so that the Bucket (which
+	// deletes only empty buckets) takes it along.
+	if err := env.Kube.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
 	if err := direct.EmptyBucket(ctx, name); err != nil {
 		t.Fatal(err)
 	}
+	if err := env.Kube.Delete(ctx, bkt); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, bkt)
 }
 
 // TestEtcdBackupFailuresAreReportedNotUnready: a destination whose credentials are missing,
@@ -366,6 +380,9 @@ func allKeys(t *testing.T, c *clientv3.Client) (map[string]string, int64) {
 // restoreFrom is a cluster made from a backup of the versitygw bucket of the namespace.
 func restoreFrom(ns, name, version string, members int32, bucket string, r v1alpha1.Restore) *v1alpha1.EtcdCluster {
 	cr := newEtcdCluster(ns, name, version, members)
+	if r.Source == nil {
+		r.Source = &v1alpha1.BackupDestination{}
+	}
 	r.Source.BucketName, r.Source.CredentialsSecretRef = &bucket, &v1alpha1.LocalObjectReference{Name: "s3"}
 	cr.Spec.ForProvider.Restore = &r
 	return cr
@@ -435,7 +452,7 @@ func TestEtcdRestoreIntoANewCluster(t *testing.T) {
 
 	// By time: the newest backup before now, into a single member.
 	byTime := restoreFrom(ns, "by-time", etcdNew, 1, bucket, v1alpha1.Restore{
-		Source: v1alpha1.BackupDestination{Prefix: ptr.To(ns + "/source/")}, LatestBefore: &metav1.Time{Time: time.Now()},
+		Source: &v1alpha1.BackupDestination{Prefix: ptr.To(ns + "/source/")}, LatestBefore: &metav1.Time{Time: time.Now()},
 	})
 	runningCluster(t, byTime, clusterIs(1, etcdNew))
 	if got, _ := allKeys(t, etcdClient(t, ns, "by-time-etcd", false)); !cmp.Equal(want, got) {
@@ -471,7 +488,7 @@ func TestEtcdRestoreIntoANewCluster(t *testing.T) {
 		"missing":  {cr: restoreFrom(ns, "missing", etcdNew, 3, bucket, v1alpha1.Restore{Key: ptr.To(ns + "/source/nothing.snapshot")}), want: "cannot find the backup"},
 		"too-new":  {cr: restoreFrom(ns, "too-new", etcdOld, 1, bucket, v1alpha1.Restore{Key: &newest.Key}), want: "restore it into 3.6 or 3.7"},
 		"too-early": {cr: restoreFrom(ns, "too-early", etcdNew, 1, bucket, v1alpha1.Restore{
-			Source: v1alpha1.BackupDestination{Prefix: ptr.To(ns + "/source/")}, LatestBefore: &metav1.Time{Time: written.Add(-time.Hour)},
+			Source: &v1alpha1.BackupDestination{Prefix: ptr.To(ns + "/source/")}, LatestBefore: &metav1.Time{Time: written.Add(-time.Hour)},
 		}), want: "was taken before"},
 	} {
 		if err := env.Kube.Create(ctx, tc.cr); err != nil {
@@ -484,5 +501,209 @@ func TestEtcdRestoreIntoANewCluster(t *testing.T) {
 		if ms, err := env.Machines.List(ctx, string(tc.cr.GetUID())); err != nil || len(ms) != 0 {
 			t.Errorf("%s: %d machines (%v), want none: nothing may start from a backup that cannot be restored", name, len(ms), err)
 		}
+	}
+}
+
+// TestEtcdBackupOnDemand: an EtcdBackup stores one snapshot under a key of its own, a new
+// cluster restores from it (and holds what the cluster held then, not what came after), and
+// deleting it deletes its objects unless its management policies leave out Delete.
+func TestEtcdBackupOnDemand(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	ns := etcdNamespace(t, "etcd-ondemand")
+	bucket, direct := vgwBackupBucket(t, ns)
+	ledger := runningCluster(t, newEtcdCluster(ns, "ledger", etcdNew, 3), clusterIs(3, etcdNew))
+	// A running cluster is not restored over.
+	ledger.Spec.ForProvider.Restore = &v1alpha1.Restore{BackupRef: &v1alpha1.LocalObjectReference{Name: "any"}}
+	if err := env.Kube.Update(ctx, ledger); err == nil || !strings.Contains(err.Error(), "honoured only when the cluster is created") {
+		t.Errorf("adding restore to a running cluster: %v, want a refusal", err)
+	}
+	c := etcdClient(t, ns, "ledger-etcd", false)
+	for i := range 30 {
+		etcdPut(t, c, fmt.Sprintf("/ledger/%02d", i), fmt.Sprintf("entry %d", i))
+	}
+	want, _ := allKeys(t, c)
+
+	dest := v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}
+	newBackup := func(name string, policies ...xpv2.ManagementAction) *v1alpha1.EtcdBackup {
+		b := &v1alpha1.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.EtcdBackupSpec{ForProvider: v1alpha1.EtcdBackupParameters{
+				ClusterRef: v1alpha1.LocalObjectReference{Name: "ledger"}, Destination: dest,
+			}},
+		}
+		if len(policies) > 0 {
+			b.Spec.ManagementPolicies = policies
+		}
+		if err := env.Kube.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		return waitFor(t, b, "True", nil)
+	}
+	before := newBackup("before-migration")
+	at := before.Status.AtProvider
+	if !strings.HasPrefix(at.Key, ns+"/ledger/before-migration.") || meta.GetExternalName(before) != at.Key || at.Bucket != bucket {
+		t.Errorf("backup stored at %s/%s (external name %q), want %s/%s/ledger/before-migration.<tag>.snapshot", at.Bucket, at.Key, meta.GetExternalName(before), bucket, ns)
+	}
+	if sum, n := sha256Of(t, direct, bucket, at.Key); sum != at.SHA256 || n != at.Size {
+		t.Errorf("the object has sha256 %s (%d bytes), status says %s (%d)", sum, n, at.SHA256, at.Size)
+	}
+	// Spec is immutable: one EtcdBackup is one snapshot.
+	before.Spec.ForProvider.ClusterRef.Name = "another"
+	if err := env.Kube.Update(ctx, before); err == nil || !strings.Contains(err.Error(), "cannot change") {
+		t.Errorf("changing an EtcdBackup's spec: %v, want a refusal", err)
+	}
+
+	// Writes after the backup are not in it.
+	etcdPut(t, c, "/ledger/after", "not in the backup")
+	restored := newEtcdCluster(ns, "ledger-restored", etcdNew, 1)
+	restored.Spec.ForProvider.Restore = &v1alpha1.Restore{BackupRef: &v1alpha1.LocalObjectReference{Name: "before-migration"}}
+	runningCluster(t, restored, clusterIs(1, etcdNew))
+	got, _ := allKeys(t, etcdClient(t, ns, "ledger-restored-etcd", false))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the cluster restored from the EtcdBackup (-at the backup +restored):\n%s", diff)
+	}
+
+	// Deleting an EtcdBackup deletes its objects...
+	if err := env.Kube.Delete(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, before)
+	if mds, snaps := storedBackups(t, direct, bucket, at.Key); len(mds)+len(snaps) != 0 {
+		t.Errorf("after deleting the EtcdBackup: %d metadata and %d snapshots left, want none", len(mds), len(snaps))
+	}
+	// ...unless its management policies keep them.
+	kept := newBackup("kept", xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize)
+	key := kept.Status.AtProvider.Key
+	if err := env.Kube.Delete(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, kept)
+	if mds, snaps := storedBackups(t, direct, bucket, key); len(mds) != 1 || len(snaps) != 1 {
+		t.Errorf("after deleting an EtcdBackup without the Delete policy: %d metadata and %d snapshots, want it kept", len(mds), len(snaps))
+	}
+}
+
+// TestEtcdBackupBeforeAnUpgrade: with beforeChanges (the default), an upgrade waits for a
+// backup taken after it was asked for; no member of the new version joins before.
+func TestEtcdBackupBeforeAnUpgrade(t *testing.T) {
+	t.Parallel()
+	ns := etcdNamespace(t, "etcd-before-upgrade")
+	bucket, _ := vgwBackupBucket(t, ns)
+	cr := newEtcdCluster(ns, "payments", etcdOld, 3)
+	withBackup(cr, v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	cr.Spec.ForProvider.Backup.Schedule = "0 0 1 1 *" // Once a year: only the upgrade's backup runs here.
+	runningCluster(t, cr, clusterIs(3, etcdOld))
+	key := client.ObjectKeyFromObject(cr)
+
+	asked := time.Now().Add(-time.Second)
+	env.Mutate(t, key, cr, func() { cr.Spec.ForProvider.Version = etcdNew })
+	var backupAtFirstJoin *metav1.Time
+	harness.Eventually(t, etcdWait, "the upgrade done", func() error {
+		if err := env.Kube.Get(harness.Ctx(t), key, cr); err != nil {
+			return err
+		}
+		for _, m := range cr.Status.AtProvider.Members {
+			if m.Version == etcdNew && backupAtFirstJoin == nil {
+				backupAtFirstJoin = &metav1.Time{}
+				if b := cr.Status.AtProvider.Backup; b != nil && b.LastSuccessTime != nil {
+					backupAtFirstJoin = b.LastSuccessTime.DeepCopy()
+				}
+			}
+		}
+		if err := harness.ConditionIs(cr, "Ready", "True"); err != nil {
+			return err
+		}
+		return clusterIs(3, etcdNew)(cr)
+	})
+	if backupAtFirstJoin == nil || backupAtFirstJoin.Before(&metav1.Time{Time: asked}) {
+		t.Errorf("when the first %s member joined, the last backup was %v; want one taken after the upgrade was asked for (%s)", etcdNew, backupAtFirstJoin, asked.Format(time.RFC3339))
+	}
+	if b := cr.Status.AtProvider.Backup; b.ChangeWaitingSince != nil || b.State != v1alpha1.BackupHealthy {
+		t.Errorf("after the upgrade: backup state %s, change waiting since %v; want Healthy and no change waiting", b.State, b.ChangeWaitingSince)
+	}
+}
+
+// TestEtcdEncryptedBackups: backups encrypted to an age recipient hold no plaintext; a
+// restore with its identity holds every key; a restore with another identity, or none, is
+// refused before anything starts.
+func TestEtcdEncryptedBackups(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	ns := etcdNamespace(t, "etcd-encrypted")
+	bucket, direct := vgwBackupBucket(t, ns)
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, identity := range map[string]string{"right": id.String(), "wrong": other.String()} {
+		if err := env.Kube.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{"age.key": identity},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cr := withBackup(newEtcdCluster(ns, "secrets", etcdNew, 1), v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	cr.Spec.ForProvider.Backup.Encryption = &v1alpha1.Encryption{Recipients: []string{id.Recipient().String()}}
+	start := time.Now()
+	runningCluster(t, cr, clusterIs(1, etcdNew))
+	c := etcdClient(t, ns, "secrets-etcd", false)
+	etcdPut(t, c, "/plain/marker", "find-me-in-the-clear-if-you-can")
+	want, _ := allKeys(t, c)
+	cr = backupsSince(t, cr, start.Add(time.Second), 2)
+	newest := cr.Status.AtProvider.Backup.Stored[0]
+	env.Mutate(t, client.ObjectKeyFromObject(cr), cr, func() { cr.Spec.ForProvider.Backup = nil })
+
+	mds, _ := storedBackups(t, direct, bucket, ns+"/secrets/")
+	if md := mds[newest.Key]; !md.Encrypted {
+		t.Errorf("metadata of %s: not encrypted", newest.Key)
+	}
+	r, _, err := direct.GetObject(ctx, bucket, newest.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(r)
+	_ = r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "find-me-in-the-clear") || !strings.HasPrefix(string(data), "age-encryption.org/v1") {
+		t.Error("the stored backup is not an age file, or holds a value in the clear")
+	}
+
+	restore := func(name, secret string) *v1alpha1.EtcdCluster {
+		r := v1alpha1.Restore{Key: &newest.Key}
+		if secret != "" {
+			r.Decryption = &v1alpha1.Decryption{IdentitySecretRef: v1alpha1.SecretKeyReference{Name: secret, Key: "age.key"}}
+		}
+		return restoreFrom(ns, name, etcdNew, 1, bucket, r)
+	}
+	runningCluster(t, restore("decrypted", "right"), clusterIs(1, etcdNew))
+	if got, _ := allKeys(t, etcdClient(t, ns, "decrypted-etcd", false)); !cmp.Equal(want, got) {
+		t.Errorf("the cluster restored from the encrypted backup holds %v, want %v", got, want)
+	}
+	for name, tc := range map[string]struct{ secret, want string }{
+		"wrong-identity": {secret: "wrong", want: "cannot decrypt the backup"},
+		"no-identity":    {want: "is encrypted"},
+	} {
+		bad := restore(name, tc.secret)
+		if err := env.Kube.Create(ctx, bad); err != nil {
+			t.Fatal(err)
+		}
+		waitForConditionMessage(t, toUnstructured(t, bad), tc.want)
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(bad), bad); err != nil {
+			t.Fatal(err)
+		}
+		if ms, err := env.Machines.List(ctx, string(bad.GetUID())); err != nil || len(ms) != 0 {
+			t.Errorf("%s: %d machines (%v), want none", name, len(ms), err)
+		}
+	}
+	// The identity never shows up in logs or events.
+	if env.Logs.Contains(strings.TrimPrefix(other.String(), "AGE-SECRET-KEY-1")[:20]) || env.Logs.Contains(strings.TrimPrefix(id.String(), "AGE-SECRET-KEY-1")[:20]) {
+		t.Error("an age identity appears in the provider's log")
 	}
 }

@@ -101,6 +101,48 @@ type Backup struct {
 	// +kubebuilder:default={keepLast: 7}
 	// +optional
 	Retention *Retention `json:"retention,omitempty"`
+
+	// Encryption encrypts backups, as they stream, to age recipients.
+	// +optional
+	Encryption *Encryption `json:"encryption,omitempty"`
+
+	// BeforeChanges takes a backup before an upgrade, a certificate roll or a scale-in
+	// starts, and holds the change until it has succeeded. Defaults to true.
+	// +kubebuilder:default=true
+	// +optional
+	BeforeChanges *bool `json:"beforeChanges,omitempty"`
+}
+
+// Encryption of backups with age (https://age-encryption.org): each snapshot is encrypted
+// while it streams, and only the identities of the recipients can read it. The provider
+// never needs an identity to take backups; a restore reads one from a Secret.
+type Encryption struct {
+	// Recipients are age X25519 public keys (age1...); the identity of any one of them
+	// decrypts the backups.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^age1[02-9ac-hj-np-z]{58}$`
+	// +listType=set
+	Recipients []string `json:"recipients"`
+}
+
+// A SecretKeyReference names a key of a Secret in the namespace of the resource that holds it.
+type SecretKeyReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+}
+
+// Decryption says how to read an encrypted backup.
+type Decryption struct {
+	// IdentitySecretRef names the Secret key, in this namespace, holding an age identity
+	// (AGE-SECRET-KEY-1...) of one of the backup's recipients.
+	IdentitySecretRef SecretKeyReference `json:"identitySecretRef"`
 }
 
 // Backup states.
@@ -142,6 +184,9 @@ type BackupObservation struct {
 	LastFailureTime *metav1.Time `json:"lastFailureTime,omitempty"`
 	// NextScheduledTime is when the next backup is due.
 	NextScheduledTime *metav1.Time `json:"nextScheduledTime,omitempty"`
+	// ChangeWaitingSince is when a change (an upgrade, a certificate roll, a scale-in) began
+	// waiting for the backup beforeChanges asks for; cleared once the cluster is at rest.
+	ChangeWaitingSince *metav1.Time `json:"changeWaitingSince,omitempty"`
 	// ConsecutiveFailures counts the backups that failed since the last success.
 	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
 	// Bucket and Prefix are where the backups are.
@@ -159,11 +204,17 @@ const DefaultBumpRevision = 1000000000
 // before any starts; the cluster gets a new cluster ID, and its revision is moved on
 // (bumpRevision) and marked compacted, so that clients that watched the old cluster see a
 // compaction rather than revisions going backwards.
-// +kubebuilder:validation:XValidation:rule="has(self.key) != has(self.latestBefore)",message="restore names one backup: its key, or latestBefore to take the newest backup before a time"
-// +kubebuilder:validation:XValidation:rule="!has(self.latestBefore) || has(self.source.prefix)",message="restore.latestBefore needs source.prefix: the prefix the backups to choose from were written under"
+// +kubebuilder:validation:XValidation:rule="[has(self.backupRef), has(self.key), has(self.latestBefore)].filter(x, x).size() == 1",message="restore names one backup: backupRef (an EtcdBackup), key, or latestBefore to take the newest backup before a time"
+// +kubebuilder:validation:XValidation:rule="has(self.backupRef) != has(self.source)",message="restore.source names the bucket of key or latestBefore; an EtcdBackup (backupRef) knows its own"
+// +kubebuilder:validation:XValidation:rule="!has(self.latestBefore) || (has(self.source) && has(self.source.prefix))",message="restore.latestBefore needs source.prefix: the prefix the backups to choose from were written under"
 type Restore struct {
+	// BackupRef names an EtcdBackup, in this namespace, to restore.
+	// +optional
+	BackupRef *LocalObjectReference `json:"backupRef,omitempty"`
+
 	// Source is the bucket the backup is in, and its credentials, as in backup.destination.
-	Source BackupDestination `json:"source"`
+	// +optional
+	Source *BackupDestination `json:"source,omitempty"`
 
 	// Key of the snapshot object to restore (its metadata is at the same key plus ".json").
 	// +kubebuilder:validation:MinLength=1
@@ -175,6 +226,11 @@ type Restore struct {
 	// this time.
 	// +optional
 	LatestBefore *metav1.Time `json:"latestBefore,omitempty"`
+
+	// Decryption reads an encrypted backup. Members get the identity with the backup's URL,
+	// for the restore only.
+	// +optional
+	Decryption *Decryption `json:"decryption,omitempty"`
 
 	// BumpRevision is added to the backup's revision. Defaults to 1000000000.
 	// +kubebuilder:validation:Minimum=1

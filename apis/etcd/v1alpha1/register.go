@@ -28,6 +28,13 @@ var (
 	EtcdClusterGroupVersionKind = SchemeGroupVersion.WithKind(EtcdClusterKind)
 )
 
+// EtcdBackup type metadata.
+var (
+	EtcdBackupKind             = reflect.TypeOf(EtcdBackup{}).Name()
+	EtcdBackupGroupKind        = schema.GroupKind{Group: Group, Kind: EtcdBackupKind}.String()
+	EtcdBackupGroupVersionKind = SchemeGroupVersion.WithKind(EtcdBackupKind)
+)
+
 func init() {
-	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
+	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{}, &EtcdBackup{}, &EtcdBackupList{})
 }

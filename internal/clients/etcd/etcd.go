@@ -71,5 +71,6 @@ type Snapshot struct {
 	// the snapshot began. Writes during the snapshot's first moments may add a few.
 	Revision int64
 	// Version is the storage version of the database, as the member reports it: 3.6.0.
+	// Members of etcd 3.5 report none.
 	Version string
 }

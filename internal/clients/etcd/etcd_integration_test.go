@@ -557,8 +557,9 @@ func TestMembership(t *testing.T) {
 	if sum := sha256.Sum256(data[:len(data)-sha256.Size]); !bytes.Equal(sum[:], data[len(data)-sha256.Size:]) {
 		t.Errorf("Snapshot: the trailing checksum does not match the database")
 	}
-	if snap.MemberID != idOf[to.name] || snap.Revision <= 0 || snap.Version == "" {
-		t.Errorf("Snapshot: member %x revision %d version %q; want member %x, a revision and a version", snap.MemberID, snap.Revision, snap.Version, idOf[to.name])
+	// The storage version comes with snapshots from etcd 3.6 on; 3.5 sends none.
+	if snap.MemberID != idOf[to.name] || snap.Revision <= 0 {
+		t.Errorf("Snapshot: member %x revision %d; want member %x and a revision", snap.MemberID, snap.Revision, idOf[to.name])
 	}
 	t.Logf("Snapshot of %s: %d bytes at revision %d (storage %s) in %s", to.name, len(data), snap.Revision, snap.Version, time.Since(start))
 }

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/age"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
@@ -34,11 +36,14 @@ const (
 	errList          = "cannot list the backups"
 	errFmtGet        = "cannot read backup metadata %s"
 	errDelete        = "cannot delete backups the retention policy drops"
+	errRemove        = "cannot delete the backup's objects"
 	errListUploads   = "cannot list unfinished uploads"
 	errAbortUpload   = "cannot abort an unfinished upload"
 	errFmtSize       = "the stored snapshot has %d bytes, its metadata says %d"
 	errFmtChecksum   = "the stored snapshot's SHA-256 is %s, its metadata says %s: the object was changed or damaged"
 	errReadSnapshot  = "cannot read the stored snapshot"
+	errFmtEncrypted  = "backup %s is encrypted: name an age identity of one of its recipients in spec.forProvider.restore.decryption"
+	errDecrypt       = "cannot decrypt the backup with the identity given"
 	errFmtNoneBefore = "none of the %d backups in %s/%s was taken before %s"
 
 	// DefaultPartSize is the size of the parts snapshots are uploaded in: the provider holds
@@ -68,6 +73,9 @@ func (s Store) tag() string {
 	return "." + o[:min(len(o), 12)]
 }
 
+// Key is the key of the owner's snapshot called name.
+func (s Store) Key(name string) string { return s.Prefix + name + s.tag() + snapshotSuffix }
+
 // ours tells whether key is one of the owner's objects; with no owner (a store read to
 // restore from), every object under the prefix is.
 func (s Store) ours(key string) bool {
@@ -81,11 +89,18 @@ func (s Store) ours(key string) bool {
 type Request struct {
 	// Cluster is the EtcdCluster (namespace/name) and ClusterID its etcd cluster ID in hex.
 	Cluster, ClusterID string
+	// Name, when set, names the backup: its key is the prefix, the name and the owner's tag,
+	// the same on every attempt (an on-demand backup). Scheduled backups leave it empty: their
+	// keys say when they were taken.
+	Name string
 	// Member is the name of the member to copy; Open opens its snapshot stream.
 	Member string
 	Open   func(context.Context) (*etcdclient.Snapshot, error)
 	// EtcdVersion is the version the cluster runs.
 	EtcdVersion string
+	// Recipients, when any, are the age recipients the snapshot is encrypted to as it
+	// streams.
+	Recipients []age.Recipient
 	// PartSize of the upload (0: DefaultPartSize).
 	PartSize int64
 	// Now is when the backup begins.
@@ -105,10 +120,18 @@ func Take(ctx context.Context, st Store, req Request) (Metadata, error) {
 	}
 	defer snap.Data.Close() //nolint:errcheck // Read errors are what count; they were returned.
 
-	key := snapshotKey(st.Prefix, req.Now, snap.Revision)
-	key = strings.TrimSuffix(key, snapshotSuffix) + st.tag() + snapshotSuffix
+	key := st.Key(req.Name)
+	if req.Name == "" {
+		key = strings.TrimSuffix(snapshotKey(st.Prefix, req.Now, snap.Revision), snapshotSuffix) + st.tag() + snapshotSuffix
+	}
 	chk := newChecked(snap.Data)
-	stored := newCounted(chk)
+	var plain io.Reader = chk
+	if len(req.Recipients) > 0 {
+		enc := encrypting(chk, req.Recipients)
+		defer enc.Close() //nolint:errcheck // Stops the encryption when the upload stopped first.
+		plain = enc
+	}
+	stored := newCounted(plain)
 	partSize := req.PartSize
 	if partSize == 0 {
 		partSize = DefaultPartSize
@@ -131,6 +154,7 @@ func Take(ctx context.Context, st Store, req Request) (Metadata, error) {
 		SHA256:         stored.sum(),
 		SnapshotSHA256: chk.digest(),
 		Time:           req.Now.UTC(),
+		Encrypted:      len(req.Recipients) > 0,
 	}
 	b, err := md.encode()
 	if err != nil {
@@ -248,15 +272,54 @@ func Prune(ctx context.Context, st Store, p Policy, now time.Time) ([]Metadata, 
 	return keep, nil
 }
 
+// Remove deletes a backup's snapshot and metadata, and the owner's unfinished uploads.
+func Remove(ctx context.Context, st Store, key string) error {
+	if err := abortLeftovers(ctx, st); err != nil {
+		return err
+	}
+	return errors.Wrap(st.Objects.DeleteObjects(ctx, st.Bucket, []string{key, MetadataKey(key)}), errRemove)
+}
+
+// encrypting is r encrypted to the recipients, as a reader: the encryption runs in a
+// goroutine writing into a pipe. Closing the reader stops it.
+func encrypting(r io.Reader, to []age.Recipient) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		w, err := age.Encrypt(pw, to...)
+		if err == nil {
+			if _, err = io.Copy(w, r); err == nil {
+				err = w.Close()
+			}
+		}
+		pw.CloseWithError(err) // nil: the reader sees io.EOF.
+	}()
+	return pr
+}
+
 // Check reads a stored snapshot whole and checks its size and checksum against its metadata:
-// what a restore does before any member starts.
-func Check(ctx context.Context, st Store, md Metadata) error {
+// what a restore does before any member starts. An encrypted backup is decrypted with ids as
+// it is read, and the snapshot inside checked against etcd's own checksum: a wrong identity or
+// a backup damaged before it was encrypted is found here too.
+func Check(ctx context.Context, st Store, md Metadata, ids ...age.Identity) error {
+	if md.Encrypted && len(ids) == 0 {
+		return errors.Errorf(errFmtEncrypted, md.Key)
+	}
 	r, _, err := st.Objects.GetObject(ctx, st.Bucket, md.Key)
 	if err != nil {
 		return errors.Wrap(err, errReadSnapshot)
 	}
 	defer r.Close() //nolint:errcheck // Read-only.
 	c := newCounted(r)
+	var plain io.Reader = c
+	if md.Encrypted {
+		if plain, err = age.Decrypt(c, ids...); err != nil {
+			return errors.Wrap(err, errDecrypt)
+		}
+	}
+	if _, err := io.Copy(io.Discard, newChecked(plain)); err != nil {
+		return errors.Wrap(err, errReadSnapshot)
+	}
+	// What decryption left (nothing, unless something was appended to the object).
 	if _, err := io.Copy(io.Discard, c); err != nil {
 		return errors.Wrap(err, errReadSnapshot)
 	}

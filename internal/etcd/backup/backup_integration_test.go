@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
 	"github.com/google/uuid"
 
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
@@ -176,5 +177,61 @@ func TestPruneKeepsTheNewestAndOnlyTouchesItsOwn(t *testing.T) {
 	}
 	if got, _, err := List(ctx, theirs); err != nil || len(got) != 1 {
 		t.Errorf("another cluster's backups under the same prefix after pruning: %d (%v), want its 1 untouched", len(got), err)
+	}
+}
+
+func TestEncryptedBackups(t *testing.T) {
+	c, bucket := versitygw(t)
+	ctx := context.Background()
+	st := Store{Objects: c, Bucket: bucket, Prefix: "enc/", Owner: uuid.NewString()}
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := stream(12 << 20)
+	md, err := Take(ctx, st, Request{Cluster: "a/b", Member: "b-0", Open: open(plain), Now: time.Now(), Recipients: []age.Recipient{id.Recipient()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !md.Encrypted || md.Size <= int64(len(plain)) {
+		t.Errorf("metadata: encrypted %t, %d bytes stored; want encrypted, more than the %d of the snapshot", md.Encrypted, md.Size, len(plain))
+	}
+	r, _, err := c.GetObject(ctx, bucket, md.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := io.ReadAll(r)
+	_ = r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(stored, plain[:4096]) {
+		t.Error("the stored object holds the snapshot in the clear")
+	}
+	if err := Check(ctx, st, md, id); err != nil {
+		t.Errorf("Check with the recipient's identity: %v", err)
+	}
+	if err := Check(ctx, st, md, other); err == nil || !strings.Contains(err.Error(), errDecrypt) {
+		t.Errorf("Check with another identity: %v, want %q", err, errDecrypt)
+	}
+	if err := Check(ctx, st, md); err == nil || !strings.Contains(err.Error(), "is encrypted") {
+		t.Errorf("Check without an identity: %v, want it to ask for one", err)
+	}
+
+	// A corrupt snapshot is refused before anything encrypted is committed.
+	corrupt := bytes.Clone(plain)
+	corrupt[100] ^= 1
+	if _, err := Take(ctx, st, Request{Cluster: "a/b", Member: "b-0", Open: open(corrupt), Now: time.Now(), Recipients: []age.Recipient{id.Recipient()}}); err == nil {
+		t.Error("Take of a corrupt snapshot, encrypted: no error")
+	}
+	if listed, _, err := List(ctx, st); err != nil || len(listed) != 1 {
+		t.Errorf("backups after the corrupt one: %d (%v), want the first only", len(listed), err)
+	}
+	if ups, err := c.ListUploads(ctx, bucket, st.Prefix); err != nil || len(ups) != 0 {
+		t.Errorf("unfinished uploads: %v (%v), want none", ups, err)
 	}
 }

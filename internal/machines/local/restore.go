@@ -10,7 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"filippo.io/age"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -31,6 +34,8 @@ const (
 	errFmtDownload    = "cannot download the snapshot to restore: the server answered %s"
 	errFmtRestoreSize = "the snapshot to restore has %d bytes, not the %d the provider checked"
 	errFmtRestoreSum  = "the snapshot to restore has SHA-256 %s, not the %s the provider checked"
+	errIdentity       = "the age identity to decrypt the snapshot with does not parse"
+	errDecrypt        = "cannot decrypt the snapshot to restore"
 	errFmtEtcdutl     = "etcdutl snapshot restore failed: %s"
 	errRestoreFiles   = "cannot prepare the restored data directory"
 )
@@ -101,10 +106,25 @@ func download(ctx context.Context, src *machines.RestoreSource, path string) err
 	defer f.Close() //nolint:errcheck // Closed below when it counts.
 	h := sha256.New()
 	// One byte more than expected tells a longer object from the right one.
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(rsp.Body, src.Size+1))
-	if err != nil {
+	body := &countingReader{r: io.TeeReader(io.LimitReader(rsp.Body, src.Size+1), h)}
+	var plain io.Reader = body
+	if src.AgeIdentity != "" {
+		ids, err := age.ParseIdentities(strings.NewReader(src.AgeIdentity))
+		if err != nil {
+			return errors.New(errIdentity)
+		}
+		if plain, err = age.Decrypt(body, ids...); err != nil {
+			return errors.Wrap(err, errDecrypt)
+		}
+	}
+	if _, err := io.Copy(f, plain); err != nil {
 		return errors.Wrap(err, errDownload)
 	}
+	// What decryption left unread counts too.
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		return errors.Wrap(err, errDownload)
+	}
+	n := body.n
 	if n != src.Size {
 		return errors.Errorf(errFmtRestoreSize, n, src.Size)
 	}
@@ -112,4 +132,16 @@ func download(ctx context.Context, src *machines.RestoreSource, path string) err
 		return errors.Errorf(errFmtRestoreSum, sum, src.SHA256)
 	}
 	return errors.Wrap(f.Close(), errRestoreFiles)
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"filippo.io/age"
 	"github.com/robfig/cron/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +20,8 @@ import (
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
 	"github.com/stackservices/provider-stackservices/internal/clients/s3"
+	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
+	"github.com/stackservices/provider-stackservices/internal/etcd"
 	"github.com/stackservices/provider-stackservices/internal/etcd/backup"
 )
 
@@ -30,6 +33,7 @@ const (
 	errS3Client        = "cannot build the S3 client of the backup destination"
 	errFmtDestination  = "cannot use spec.forProvider.backup.destination: %v"
 	errBackupsStopped  = "the provider is stopping"
+	errFmtRecipient    = "spec.forProvider.backup.encryption.recipients[%d] is not an age recipient: %v"
 	errFmtRetentionRan = "the backup was stored, but retention failed: %v"
 
 	reasonBackedUp     = event.Reason("BackedUp")
@@ -42,6 +46,8 @@ const (
 	backupTimeout = 2 * time.Hour
 	// DefaultBackupSlots is how many backups the provider runs at once, over every cluster.
 	DefaultBackupSlots = 2
+	// preChangeRetry is how soon a backup a change waits for is tried again after it failed.
+	preChangeRetry = time.Minute
 )
 
 // scheduleParser reads the five standard cron fields and the descriptors (@hourly, @every).
@@ -198,37 +204,9 @@ func (b *backups) run(ctx context.Context, j backupJob) backupResult {
 	return r
 }
 
-// destination resolves where the cluster's backups go: the bucket, the prefix and the
-// credentials.
-func destination(ctx context.Context, kube client.Reader, cr *v1alpha1.EtcdCluster) (bucket, prefix string, cfg s3.Config, err error) {
-	return location(ctx, kube, cr, cr.Spec.ForProvider.Backup.Destination, "spec.forProvider.backup.destination", cr.GetNamespace()+"/"+cr.GetName()+"/")
-}
-
-// location resolves a bucket, a prefix (defaultPrefix when d names none) and credentials.
-// Everything it reads is in the cluster's namespace.
-func location(ctx context.Context, kube client.Reader, cr *v1alpha1.EtcdCluster, d v1alpha1.BackupDestination, field, defaultPrefix string) (bucket, prefix string, cfg s3.Config, err error) {
-	prefix = ptr.Deref(d.Prefix, defaultPrefix)
-	src := s3.CredentialSource{Namespace: cr.GetNamespace(), Field: field, Region: d.Region}
-	switch {
-	case d.BucketRef != nil:
-		var bsrc s3.CredentialSource
-		if bucket, bsrc, err = s3.CredentialsOfBucket(ctx, kube, cr.GetNamespace(), d.BucketRef.Name); err != nil {
-			return "", "", s3.Config{}, err
-		}
-		if src.Region == nil {
-			src.Region = bsrc.Region
-		}
-		src.Field, src.ContractName, src.SecretName = "the Bucket "+d.BucketRef.Name, bsrc.ContractName, bsrc.SecretName
-	case d.BucketName != nil:
-		bucket = *d.BucketName
-		if d.ContractRef != nil {
-			src.Field, src.ContractName = field+".contractRef", &d.ContractRef.Name
-		} else if d.CredentialsSecretRef != nil {
-			src.Field, src.SecretName = field+".credentialsSecretRef", &d.CredentialsSecretRef.Name
-		}
-	}
-	cfg, err = s3.ConfigFrom(ctx, kube, src)
-	return bucket, prefix, cfg, err
+// destination resolves where the cluster's backups go.
+func destination(ctx context.Context, kube client.Reader, cr *v1alpha1.EtcdCluster) (backup.Location, error) {
+	return backup.Locate(ctx, kube, cr.GetNamespace(), cr.Spec.ForProvider.Backup.Destination, "spec.forProvider.backup.destination", cr.GetNamespace()+"/"+cr.GetName()+"/")
 }
 
 func retentionOf(cr *v1alpha1.EtcdCluster) backup.Policy {
@@ -243,8 +221,9 @@ func retentionOf(cr *v1alpha1.EtcdCluster) backup.Policy {
 }
 
 // observeBackups folds what the cluster's backup jobs did into status, and says whether a
-// backup is due. It reads nothing outside the provider: jobs report through b.
-func (e *external) observeBackups(cr *v1alpha1.EtcdCluster) (due bool) {
+// backup is due. It reads nothing outside the provider: jobs report through b. atRest says
+// the cluster needs no change: a change that waited for a backup is over.
+func (e *external) observeBackups(cr *v1alpha1.EtcdCluster, atRest bool) (due bool) {
 	spec := cr.Spec.ForProvider.Backup
 	if spec == nil || e.backups == nil {
 		cr.Status.AtProvider.Backup = nil
@@ -257,6 +236,9 @@ func (e *external) observeBackups(cr *v1alpha1.EtcdCluster) (due bool) {
 	}
 	if r, ok := e.backups.result(cr.GetUID()); ok {
 		e.report(cr, st, r)
+	}
+	if atRest {
+		st.ChangeWaitingSince = nil
 	}
 	sched, err := parseSchedule(spec.Schedule)
 	if err != nil {
@@ -337,7 +319,7 @@ func storedBackups(ms []backup.Metadata) []v1alpha1.StoredBackup {
 // startBackup starts the backup that is due, from a healthy follower when there is one (the
 // leader has the most to do). Whatever stops it from starting is reported like a failed
 // backup, and the attempt counts: the next one is the next scheduled time, not at once.
-func (e *external) startBackup(ctx context.Context, cr *v1alpha1.EtcdCluster, a *authority, o *observation) {
+func (e *external) startBackup(ctx context.Context, cr *v1alpha1.EtcdCluster, a *authority.Authority, o *observation) {
 	st := cr.Status.AtProvider.Backup
 	sched, err := parseSchedule(cr.Spec.ForProvider.Backup.Schedule)
 	if err != nil {
@@ -352,21 +334,26 @@ func (e *external) startBackup(ctx context.Context, cr *v1alpha1.EtcdCluster, a 
 		e.failAttempt(cr, st, now, err)
 		return
 	}
-	bucket, prefix, cfg, err := destination(ctx, e.kube, cr)
+	loc, err := destination(ctx, e.kube, cr)
 	if err != nil {
 		e.failAttempt(cr, st, now, errors.Errorf(errFmtDestination, err))
 		return
 	}
-	tlsCfg, err := a.ca.TLSConfig(a.client)
+	tlsCfg, err := a.TLSConfig()
 	if err != nil {
-		e.failAttempt(cr, st, now, errors.Wrap(err, errTLS))
+		e.failAttempt(cr, st, now, err)
 		return
 	}
-	st.Bucket, st.Prefix = bucket, prefix
+	recipients, err := recipientsOf(cr.Spec.ForProvider.Backup.Encryption)
+	if err != nil {
+		e.failAttempt(cr, st, now, err)
+		return
+	}
+	st.Bucket, st.Prefix = loc.Bucket, loc.Prefix
 	j := backupJob{
 		uid: cr.GetUID(), cluster: cr.GetNamespace() + "/" + cr.GetName(), started: now,
-		s3:       cfg,
-		store:    backup.Store{Bucket: bucket, Prefix: prefix, Owner: string(cr.GetUID())},
+		s3:       loc.S3,
+		store:    backup.Store{Bucket: loc.Bucket, Prefix: loc.Prefix, Owner: string(cr.GetUID())},
 		policy:   retentionOf(cr),
 		member:   from.plan.Name,
 		endpoint: from.clientURL,
@@ -374,6 +361,7 @@ func (e *external) startBackup(ctx context.Context, cr *v1alpha1.EtcdCluster, a 
 		request: backup.Request{
 			Cluster: cr.GetNamespace() + "/" + cr.GetName(), ClusterID: cr.Status.AtProvider.ClusterID,
 			Member: from.plan.Name, EtcdVersion: cr.Status.AtProvider.Version, Now: now,
+			Recipients: recipients,
 		},
 	}
 	if !e.backups.start(j) {
@@ -406,4 +394,74 @@ func backupMember(o *observation) (member, error) {
 		return member{}, errors.New(errNoBackupMember)
 	}
 	return *leader, nil
+}
+
+// backupFirst holds a change that must not start without a fresh backup (an upgrade, a
+// certificate roll, a scale-in) until a backup that began after the change first waited has
+// succeeded, starting that backup when none runs. It reports what the change waits for in
+// status.atProvider.nextStep. A backup that failed is tried again after preChangeRetry.
+func (e *external) backupFirst(ctx context.Context, cr *v1alpha1.EtcdCluster, d etcd.Desired, a *authority.Authority, o *observation) (wait bool) {
+	spec, st := cr.Spec.ForProvider.Backup, cr.Status.AtProvider.Backup
+	if st != nil && o.next.Type == etcd.None {
+		// At rest: whatever change waited is over.
+		st.ChangeWaitingSince = nil
+	}
+	if spec == nil || st == nil || e.backups == nil || !ptr.Deref(spec.BeforeChanges, true) || !changeNeedsBackup(d, o) {
+		return false
+	}
+	now := e.now()
+	if st.ChangeWaitingSince == nil {
+		st.ChangeWaitingSince = &metav1.Time{Time: now}
+	}
+	since := st.ChangeWaitingSince.Time
+	if st.LastSuccessTime != nil && !st.LastSuccessTime.Time.Before(since) {
+		return false
+	}
+	if !e.backups.isRunning(cr.GetUID()) && (st.LastAttemptTime == nil || st.LastAttemptTime.Time.Before(since) || now.Sub(st.LastAttemptTime.Time) >= preChangeRetry) {
+		e.startBackup(ctx, cr, a, o)
+	}
+	cr.Status.AtProvider.NextStep = fmt.Sprintf("waiting for a backup before the change goes on (spec.forProvider.backup.beforeChanges); then: %s", o.next.Reason)
+	if st.State == v1alpha1.BackupFailing {
+		cr.Status.AtProvider.NextStep += "; the last backup failed: " + st.Reason
+	}
+	return true
+}
+
+// changeNeedsBackup tells whether the next step is part of a change a backup must come
+// before: an upgrade, a certificate roll, or a scale-in. Waiting and blocked steps change
+// nothing.
+func changeNeedsBackup(d etcd.Desired, o *observation) bool {
+	switch o.next.Type {
+	case etcd.None, etcd.Wait, etcd.Blocked:
+		return false
+	}
+	switch o.next.Phase {
+	case etcd.PhaseUpgrading, etcd.PhaseRenewing:
+		return true
+	case etcd.PhaseScaling:
+		voters := 0
+		for _, m := range o.members {
+			if m.plan.ID != 0 && !m.plan.Learner {
+				voters++
+			}
+		}
+		return d.Members < voters
+	}
+	return false
+}
+
+// recipientsOf parses the age recipients backups are encrypted to.
+func recipientsOf(enc *v1alpha1.Encryption) ([]age.Recipient, error) {
+	if enc == nil {
+		return nil, nil
+	}
+	out := make([]age.Recipient, 0, len(enc.Recipients))
+	for i, r := range enc.Recipients {
+		rc, err := age.ParseX25519Recipient(r)
+		if err != nil {
+			return nil, errors.Errorf(errFmtRecipient, i, err)
+		}
+		out = append(out, rc)
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
@@ -99,6 +101,7 @@ func TestObserveBackups(t *testing.T) {
 		status  *v1alpha1.BackupObservation
 		result  *backupResult
 		running bool
+		atRest  bool
 		now     time.Time
 		want    *v1alpha1.BackupObservation
 		due     bool
@@ -112,6 +115,17 @@ func TestObserveBackups(t *testing.T) {
 		"NotDueYet": {
 			now:  t1.Add(-time.Second),
 			want: &v1alpha1.BackupObservation{NextScheduledTime: mt(t1)},
+		},
+		"AtRestEndsTheWaitOfAChange": {
+			status: &v1alpha1.BackupObservation{ChangeWaitingSince: mt(t1)},
+			atRest: true,
+			now:    t1.Add(-time.Second),
+			want:   &v1alpha1.BackupObservation{NextScheduledTime: mt(t1)},
+		},
+		"ChangingKeepsTheWait": {
+			status: &v1alpha1.BackupObservation{ChangeWaitingSince: mt(t1)},
+			now:    t1.Add(-time.Second),
+			want:   &v1alpha1.BackupObservation{ChangeWaitingSince: mt(t1), NextScheduledTime: mt(t1)},
 		},
 		"RunningIsNotDue": {
 			status:  &v1alpha1.BackupObservation{LastAttemptTime: mt(t1)},
@@ -165,7 +179,7 @@ func TestObserveBackups(t *testing.T) {
 			}
 			var got []string
 			e := &external{backups: b, record: recorder{got: &got}, now: func() time.Time { return tc.now }}
-			due := e.observeBackups(cr)
+			due := e.observeBackups(cr, tc.atRest)
 			if due != tc.due {
 				t.Errorf("due = %t, want %t", due, tc.due)
 			}
@@ -174,6 +188,77 @@ func TestObserveBackups(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.events, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestChangeNeedsBackup(t *testing.T) {
+	voters := func(n int) []member {
+		ms := make([]member, n)
+		for i := range ms {
+			ms[i] = member{plan: etcd.Member{ID: uint64(i + 1)}}
+		}
+		return ms
+	}
+	cases := map[string]struct {
+		members int
+		want    int
+		next    etcd.Action
+		needs   bool
+	}{
+		"Upgrade":            {members: 3, want: 3, next: etcd.Action{Type: etcd.AddMember, Phase: etcd.PhaseUpgrading}, needs: true},
+		"CertificateRoll":    {members: 3, want: 3, next: etcd.Action{Type: etcd.RemoveMember, Phase: etcd.PhaseRenewing}, needs: true},
+		"ScaleIn":            {members: 5, want: 3, next: etcd.Action{Type: etcd.MoveLeader, Phase: etcd.PhaseScaling}, needs: true},
+		"ScaleOut":           {members: 3, want: 5, next: etcd.Action{Type: etcd.AddMember, Phase: etcd.PhaseScaling}},
+		"Healing":            {members: 3, want: 3, next: etcd.Action{Type: etcd.RemoveMember, Phase: etcd.PhaseHealing}},
+		"WaitingInAnUpgrade": {members: 3, want: 3, next: etcd.Action{Type: etcd.Wait, Phase: etcd.PhaseUpgrading}},
+		"AtRest":             {members: 3, want: 3, next: etcd.Action{Type: etcd.None, Phase: etcd.PhaseRunning}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := &observation{members: voters(tc.members), next: tc.next}
+			if got := changeNeedsBackup(etcd.Desired{Members: tc.want}, o); got != tc.needs {
+				t.Errorf("changeNeedsBackup() = %t, want %t", got, tc.needs)
+			}
+		})
+	}
+}
+
+func TestBackupFirst(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	mt := func(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
+	upgrade := &observation{members: []member{{plan: etcd.Member{ID: 1}}}, next: etcd.Action{Type: etcd.AddMember, Phase: etcd.PhaseUpgrading, Reason: "upgrade"}}
+	cases := map[string]struct {
+		beforeChanges *bool
+		status        *v1alpha1.BackupObservation
+		running       bool
+		wait          bool
+		waitingSince  *metav1.Time
+	}{
+		"Off":                 {beforeChanges: ptr.To(false), status: &v1alpha1.BackupObservation{}},
+		"FreshBackupLetsItGo": {status: &v1alpha1.BackupObservation{ChangeWaitingSince: mt(t0), LastSuccessTime: mt(t0.Add(time.Second))}, waitingSince: mt(t0)},
+		"OlderBackupDoesNot":  {status: &v1alpha1.BackupObservation{ChangeWaitingSince: mt(t0), LastSuccessTime: mt(t0.Add(-time.Second))}, running: true, wait: true, waitingSince: mt(t0)},
+		"TheWaitBeginsNow":    {status: &v1alpha1.BackupObservation{}, running: true, wait: true, waitingSince: mt(t0.Add(time.Minute))},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cr := cluster("a", v1alpha1.EtcdClusterParameters{Backup: &v1alpha1.Backup{Schedule: "@hourly", BeforeChanges: tc.beforeChanges}})
+			cr.SetUID("uid")
+			cr.Status.AtProvider.Backup = tc.status
+			b := newBackups(1, nil, nil)
+			if tc.running {
+				b.running["uid"] = func() {}
+			}
+			e := &external{backups: b, now: func() time.Time { return t0.Add(time.Minute) }}
+			if got := e.backupFirst(context.Background(), cr, etcd.Desired{Members: 1}, nil, upgrade); got != tc.wait {
+				t.Errorf("backupFirst() = %t, want %t", got, tc.wait)
+			}
+			if diff := cmp.Diff(tc.waitingSince, cr.Status.AtProvider.Backup.ChangeWaitingSince); diff != "" {
+				t.Errorf("changeWaitingSince (-want +got):\n%s", diff)
+			}
+			if tc.wait && !strings.Contains(cr.Status.AtProvider.NextStep, "waiting for a backup") {
+				t.Errorf("nextStep %q does not say the change waits for a backup", cr.Status.AtProvider.NextStep)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
+	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
 	"github.com/stackservices/provider-stackservices/internal/machines/local"
 )
 
@@ -59,11 +60,11 @@ func BenchmarkObserve(b *testing.B) {
 		b.Fatalf("after create: up to date %v, error %v", o.ResourceUpToDate, err)
 	}
 
-	a, _, err := loadAuthority(ctx, kube, cr)
+	a, _, err := authority.Load(ctx, kube, cr)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tlsCfg, err := a.ca.TLSConfig(a.client)
+	tlsCfg, err := a.TLSConfig()
 	if err != nil {
 		b.Fatal(err)
 	}

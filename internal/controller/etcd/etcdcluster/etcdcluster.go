@@ -31,6 +31,7 @@ import (
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
 	"github.com/stackservices/provider-stackservices/internal/clients/s3"
+	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/etcd"
 	"github.com/stackservices/provider-stackservices/internal/machines"
@@ -234,7 +235,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EtcdCluster) (manag
 		}
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
-	a, found, err := loadAuthority(ctx, e.kube, cr)
+	a, found, err := authority.Load(ctx, e.kube, cr)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -267,9 +268,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EtcdCluster) (manag
 		lateInit = true
 	}
 	o.writeStatus(cr)
-	cr.Status.AtProvider.ClientCertificateNotAfter = &metav1.Time{Time: a.client.NotAfter}
-	clientDue := !e.now().Add(s.desired.RenewBefore).Before(a.client.NotAfter)
-	e.backupDue = e.observeBackups(cr)
+	cr.Status.AtProvider.ClientCertificateNotAfter = &metav1.Time{Time: a.Client.NotAfter}
+	clientDue := !e.now().Add(s.desired.RenewBefore).Before(a.Client.NotAfter)
+	e.backupDue = e.observeBackups(cr, o.next.Type == etcd.None)
 	setReadiness(cr, o)
 	return managed.ExternalObservation{
 		ResourceExists:          true,
@@ -289,12 +290,12 @@ func setReadiness(cr *v1alpha1.EtcdCluster, o *observation) {
 	cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%s: %s", o.next.Phase, o.next.Reason)))
 }
 
-func connectionDetails(o *observation, a *authority) managed.ConnectionDetails {
+func connectionDetails(o *observation, a *authority.Authority) managed.ConnectionDetails {
 	return managed.ConnectionDetails{
 		v1alpha1.ConnectionEndpoints: []byte(strings.Join(o.endpoints(), ",")),
-		v1alpha1.ConnectionCACert:    a.ca.CertPEM,
-		v1alpha1.ConnectionTLSCert:   a.client.CertPEM,
-		v1alpha1.ConnectionTLSKey:    a.client.KeyPEM,
+		v1alpha1.ConnectionCACert:    a.CA.CertPEM,
+		v1alpha1.ConnectionTLSCert:   a.Client.CertPEM,
+		v1alpha1.ConnectionTLSKey:    a.Client.KeyPEM,
 	}
 }
 
@@ -306,11 +307,11 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	a, err := ensureAuthority(ctx, e.kube, cr, s.certValidity, e.now())
+	a, err := authority.Ensure(ctx, e.kube, cr, s.certValidity, e.now())
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	cr.Status.AtProvider.CASecretName = caSecretName(cr)
+	cr.Status.AtProvider.CASecretName = authority.SecretName(cr)
 	var restore *machines.RestoreSource
 	if cr.Spec.ForProvider.Restore != nil {
 		if restore, err = e.restoreSource(ctx, cr, s); err != nil {
@@ -332,15 +333,15 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	a, _, err := loadAuthority(ctx, e.kube, cr)
+	a, _, err := authority.Load(ctx, e.kube, cr)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
 	if a == nil {
 		return managed.ExternalUpdate{}, errors.New(errNoCA)
 	}
-	if !e.now().Add(s.desired.RenewBefore).Before(a.client.NotAfter) {
-		if err := renewClient(ctx, e.kube, cr, a, s.certValidity, e.now()); err != nil {
+	if !e.now().Add(s.desired.RenewBefore).Before(a.Client.NotAfter) {
+		if err := authority.RenewClient(ctx, e.kube, cr, a, s.certValidity, e.now()); err != nil {
 			return managed.ExternalUpdate{}, err
 		}
 		e.record.Event(cr, event.Normal(reasonRenewedClient, "Renewed the client certificate in the connection Secret"))
@@ -364,6 +365,9 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 		}
 		o.writeStatus(cr)
 		setReadiness(cr, o)
+		if e.backupFirst(ctx, cr, s.desired, a, o) {
+			return managed.ExternalUpdate{ConnectionDetails: connectionDetails(o, a)}, nil
+		}
 		next := o.next
 		done, err := e.step(ctx, cr, s, a, o, next)
 		if err != nil {
@@ -405,7 +409,7 @@ func (e *external) patchAtProvider(ctx context.Context, cr *v1alpha1.EtcdCluster
 
 // step executes one action. done says the loop should stop (nothing left, or only waiting
 // that takes longer than a moment).
-func (e *external) step(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority, o *observation, next etcd.Action) (done bool, err error) {
+func (e *external) step(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority.Authority, o *observation, next etcd.Action) (done bool, err error) {
 	switch next.Type {
 	case etcd.None:
 		cr.Status.AtProvider.Refused = ""
@@ -452,7 +456,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 	if len(ms) > 0 {
 		e.record.Event(cr, event.Normal(reasonDeletedMachines, fmt.Sprintf("Deleted %d machines and their data", len(ms))))
 	}
-	return managed.ExternalDelete{}, deleteAuthority(ctx, e.kube, cr)
+	return managed.ExternalDelete{}, authority.Delete(ctx, e.kube, cr)
 }
 
 // Disconnect closes the cluster clients the reconcile opened.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
+	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
 	"github.com/stackservices/provider-stackservices/internal/etcd"
 	"github.com/stackservices/provider-stackservices/internal/machines"
 )
@@ -49,7 +50,7 @@ const (
 )
 
 // execute carries out one step of the planner.
-func (e *external) execute(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority, o *observation, next etcd.Action) error {
+func (e *external) execute(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority.Authority, o *observation, next etcd.Action) error {
 	key := clusterKey(cr)
 	switch next.Type {
 	case etcd.AddMember:
@@ -133,7 +134,7 @@ func (e *external) machineForAdd(ctx context.Context, cr *v1alpha1.EtcdCluster, 
 }
 
 // start issues the member's certificate and starts it on its machine.
-func (e *external) start(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority, m machines.Machine, v etcd.Version, initial string) error {
+func (e *external) start(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority.Authority, m machines.Machine, v etcd.Version, initial string) error {
 	cfg, err := e.memberConfig(cr, s, a, m, v)
 	if err != nil {
 		return err
@@ -143,19 +144,19 @@ func (e *external) start(ctx context.Context, cr *v1alpha1.EtcdCluster, s settin
 	return errors.Wrap(err, errStart)
 }
 
-func (e *external) memberConfig(cr *v1alpha1.EtcdCluster, s settings, a *authority, m machines.Machine, v etcd.Version) (machines.MemberConfig, error) {
+func (e *external) memberConfig(cr *v1alpha1.EtcdCluster, s settings, a *authority.Authority, m machines.Machine, v etcd.Version) (machines.MemberConfig, error) {
 	ip := net.ParseIP(m.Address)
 	if ip == nil {
 		return machines.MemberConfig{}, errors.New(errAddress)
 	}
-	cert, err := a.ca.IssueMember(m.Name, []net.IP{ip}, s.certValidity, e.now())
+	cert, err := a.CA.IssueMember(m.Name, []net.IP{ip}, s.certValidity, e.now())
 	if err != nil {
-		return machines.MemberConfig{}, errors.Wrap(err, errIssue)
+		return machines.MemberConfig{}, errors.Wrap(err, authority.ErrIssue)
 	}
 	cfg := machines.MemberConfig{
 		Version:             v.String(),
 		InitialClusterToken: clusterKey(cr),
-		CA:                  a.ca.CertPEM,
+		CA:                  a.CA.CertPEM,
 		Cert:                cert.CertPEM,
 		Key:                 cert.KeyPEM,
 		CertNotAfter:        cert.NotAfter,
@@ -172,7 +173,7 @@ func (e *external) memberConfig(cr *v1alpha1.EtcdCluster, s settings, a *authori
 // bootstrap allocates and starts every member of a new cluster at once (restoring each from
 // the same backup first, when restore is set), then waits (a while) for the cluster to elect
 // a leader and records its ID as the external name.
-func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority, restore *machines.RestoreSource) error {
+func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority.Authority, restore *machines.RestoreSource) error {
 	key := clusterKey(cr)
 	existing, err := e.machines.List(ctx, key)
 	if err != nil {
@@ -229,7 +230,7 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s se
 }
 
 // awaitLeader waits until the new cluster has a leader, and records its ID.
-func (e *external) awaitLeader(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority) error {
+func (e *external) awaitLeader(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority.Authority) error {
 	deadline := e.now().Add(bootstrapWait)
 	for {
 		ms, err := e.machines.List(ctx, clusterKey(cr))

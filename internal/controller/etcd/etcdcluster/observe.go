@@ -15,13 +15,13 @@ import (
 
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
+	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
 	"github.com/stackservices/provider-stackservices/internal/etcd"
 	"github.com/stackservices/provider-stackservices/internal/machines"
 )
 
 const (
 	errNothingRuns = "none of the cluster's machines runs its member"
-	errTLS         = "cannot build the client TLS configuration"
 	errFmtMembers  = "cannot read the cluster's membership from any member (%d of %d machines run)"
 	membersTimeout = 5 * time.Second
 )
@@ -46,7 +46,7 @@ type observation struct {
 	next      etcd.Action
 }
 
-func (e *external) observe(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority, ms []machines.Machine) (*observation, error) {
+func (e *external) observe(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings, a *authority.Authority, ms []machines.Machine) (*observation, error) {
 	// Every machine that was ever started: what the backend remembers of a process (its
 	// PID, say) may be out of date, and etcd itself says who answers.
 	var endpoints []string
@@ -58,9 +58,9 @@ func (e *external) observe(ctx context.Context, cr *v1alpha1.EtcdCluster, s sett
 	if len(endpoints) == 0 {
 		return nil, errors.New(errNothingRuns)
 	}
-	tlsCfg, err := a.ca.TLSConfig(a.client)
+	tlsCfg, err := a.TLSConfig()
 	if err != nil {
-		return nil, errors.Wrap(err, errTLS)
+		return nil, err
 	}
 	cl, err := e.newCluster(ctx, endpoints, tlsCfg)
 	if err != nil {
@@ -231,7 +231,7 @@ func (o *observation) writeStatus(cr *v1alpha1.EtcdCluster) {
 	at := &cr.Status.AtProvider
 	at.Phase = o.next.Phase
 	at.ClusterID = strconv.FormatUint(o.clusterID, 16)
-	at.CASecretName = caSecretName(cr)
+	at.CASecretName = authority.SecretName(cr)
 	at.NextStep, at.Remaining = "", int32(o.next.Remaining) //nolint:gosec // A handful of members.
 	if o.next.Type != etcd.None {
 		at.NextStep = o.next.Reason

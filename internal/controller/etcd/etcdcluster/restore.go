@@ -1,10 +1,14 @@
 package etcdcluster
 
 import (
+	"bytes"
 	"context"
 	"time"
 
+	"filippo.io/age"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -20,6 +24,9 @@ const (
 	errFmtRestoreCheck   = "backup %s cannot be restored, and nothing was started: %v"
 	errFmtRestoreVersion = "backup %s is of etcd %s: restore it into %d.%d or %d.%d (etcd moves one minor version at a time, never back), not %s"
 	errRestorePresign    = "cannot make the URL the members read the backup from"
+	errGetIdentity       = "cannot get the Secret spec.forProvider.restore.decryption.identitySecretRef names"
+	errFmtNoIdentity     = "the key %s of the Secret %s holds no age identity (AGE-SECRET-KEY-1...)"
+	errFmtBackupNotTaken = "the EtcdBackup %s has not stored its snapshot yet"
 
 	// restoreURLTTL is how long the URL members fetch the backup from works: long enough for
 	// every member to start its download, short enough to be worthless soon after.
@@ -32,19 +39,36 @@ const (
 // starts unless all of that holds.
 func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings) (*machines.RestoreSource, error) {
 	r := cr.Spec.ForProvider.Restore
-	bucket, prefix, cfg, err := location(ctx, e.kube, cr, r.Source, "spec.forProvider.restore.source", "")
-	if err != nil {
-		return nil, errors.Errorf(errFmtRestoreFind, err)
-	}
-	objs, err := e.newObjects(cfg)
-	if err != nil {
-		return nil, errors.Errorf(errFmtRestoreFind, err)
-	}
-	st := backup.Store{Objects: objs, Bucket: bucket, Prefix: prefix}
-	var md backup.Metadata
-	if r.Key != nil {
-		md, err = backup.Describe(ctx, st, *r.Key)
+	var loc backup.Location
+	var err error
+	var fromBackup *v1alpha1.EtcdBackup
+	if r.BackupRef != nil {
+		fromBackup = &v1alpha1.EtcdBackup{}
+		if err = e.kube.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: r.BackupRef.Name}, fromBackup); err == nil {
+			if fromBackup.Status.AtProvider.Key == "" {
+				err = errors.Errorf(errFmtBackupNotTaken, r.BackupRef.Name)
+			} else {
+				loc, err = backup.LocateBackup(ctx, e.kube, fromBackup)
+			}
+		}
 	} else {
+		loc, err = backup.Locate(ctx, e.kube, cr.GetNamespace(), *r.Source, "spec.forProvider.restore.source", "")
+	}
+	if err != nil {
+		return nil, errors.Errorf(errFmtRestoreFind, err)
+	}
+	objs, err := e.newObjects(loc.S3)
+	if err != nil {
+		return nil, errors.Errorf(errFmtRestoreFind, err)
+	}
+	st := backup.Store{Objects: objs, Bucket: loc.Bucket, Prefix: loc.Prefix}
+	var md backup.Metadata
+	switch {
+	case fromBackup != nil:
+		md, err = backup.Describe(ctx, st, fromBackup.Status.AtProvider.Key)
+	case r.Key != nil:
+		md, err = backup.Describe(ctx, st, *r.Key)
+	default:
 		md, err = backup.LatestBefore(ctx, st, r.LatestBefore.Time)
 	}
 	if err != nil {
@@ -53,10 +77,14 @@ func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, 
 	if err := restorableInto(md, s.desired.Version); err != nil {
 		return nil, err
 	}
-	if err := backup.Check(ctx, st, md); err != nil {
+	identity, ids, err := e.restoreIdentity(ctx, cr)
+	if err != nil {
+		return nil, err
+	}
+	if err := backup.Check(ctx, st, md, ids...); err != nil {
 		return nil, errors.Errorf(errFmtRestoreCheck, md.Key, err)
 	}
-	url, err := objs.PresignGet(ctx, bucket, md.Key, restoreURLTTL)
+	url, err := objs.PresignGet(ctx, loc.Bucket, md.Key, restoreURLTTL)
 	if err != nil {
 		return nil, errors.Wrap(err, errRestorePresign)
 	}
@@ -67,7 +95,27 @@ func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, 
 	// Written now: crossplane-runtime re-reads the resource after Create (to record the
 	// external name), which drops status set in memory.
 	e.patchAtProvider(ctx, cr, map[string]any{"restoredFrom": cr.Status.AtProvider.RestoredFrom})
-	return &machines.RestoreSource{URL: url, Size: md.Size, SHA256: md.SHA256, BumpRevision: uint64(bump)}, nil //nolint:gosec // At least 1 by admission.
+	return &machines.RestoreSource{URL: url, Size: md.Size, SHA256: md.SHA256, BumpRevision: uint64(bump), AgeIdentity: identity}, nil //nolint:gosec // At least 1 by admission.
+}
+
+// restoreIdentity reads the age identity spec.forProvider.restore.decryption names, from a
+// Secret in the cluster's namespace. Its content is never part of an error.
+func (e *external) restoreIdentity(ctx context.Context, cr *v1alpha1.EtcdCluster) (string, []age.Identity, error) {
+	d := cr.Spec.ForProvider.Restore.Decryption
+	if d == nil {
+		return "", nil, nil
+	}
+	ref := d.IdentitySecretRef
+	s := &corev1.Secret{}
+	if err := e.kube.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: ref.Name}, s); err != nil {
+		return "", nil, errors.Wrap(err, errGetIdentity)
+	}
+	b := s.Data[ref.Key]
+	ids, err := age.ParseIdentities(bytes.NewReader(b))
+	if len(b) == 0 || err != nil {
+		return "", nil, errors.Errorf(errFmtNoIdentity, ref.Key, ref.Name)
+	}
+	return string(b), ids, nil
 }
 
 // restorableInto says whether a cluster of version v can start from the backup: the version
