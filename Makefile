@@ -110,4 +110,14 @@ bench: ## Benchmarks against the real servers; ratios to a floor measured in the
 	cluster/openstack.sh up
 	cluster/tools.sh etcd@v3.6.16
 	source "$$(cluster/openstack.sh env)" && ETCD_BINARIES_DIR=$$(dirname "$$(cluster/tools.sh path etcd@v3.6.16)") \
-		go test -tags integration -run '^$$' -bench . -benchtime 50x ./internal/...
+		go test -tags integration -run '^$$' -bench Observe -benchtime 50x ./internal/...
+	$(MAKE) bench-backup BENCH_BACKUP_MIB=64 BENCH_BACKUP_TIMES=3x
+
+.PHONY: bench-backup
+bench-backup: ## An etcd backup and restore (1 GiB unless BENCH_BACKUP_MIB says) next to etcdctl/etcdutl and a plain upload/download.
+	cluster/tools.sh etcd@v3.6.16 versitygw
+	cluster/versitygw.sh up
+	source "$$(cluster/versitygw.sh env)" && BENCH_BACKUP_MIB=$${BENCH_BACKUP_MIB:-1024} \
+		ETCD_BINARIES_DIR=$$(dirname "$$(cluster/tools.sh path etcd@v3.6.16)") \
+		go test -tags integration -run '^$$' -bench BackupRestore -benchtime $${BENCH_BACKUP_TIMES:-1x} -timeout 60m \
+		./internal/controller/etcd/etcdcluster/

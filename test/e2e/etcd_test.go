@@ -18,12 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stackservices/provider-stackservices/internal/clients/s3"
 	"github.com/stackservices/provider-stackservices/test/harness"
 )
 
 // TestEtcdDatabaseClaim applies the EtcdDatabase claim of examples/claims, uses the Secret the
-// app namespace gets with clientv3 over TLS, scales the claim down and sees the membership
-// follow, and deletes the claim: the cluster goes with it.
+// app namespace gets with clientv3 over TLS, scales the claim down (after the backup a
+// scale-in waits for) and sees the membership follow, and deletes the claim: the cluster goes
+// with it, its backups stay, and a new claim is made from them.
 func TestEtcdDatabaseClaim(t *testing.T) {
 	e := setup(t)
 	e.setUp(t)
@@ -81,6 +83,12 @@ func TestEtcdDatabaseClaim(t *testing.T) {
 		t.Errorf("after scaling in: %v", err)
 	}
 
+	// The scale-in waited for a backup (beforeChanges), which the claim shows.
+	claim = e.waitReady(t, claim, time.Minute)
+	if last, _, _ := unstructured.NestedString(claim.Object, "status", "etcd", "lastBackup"); last == "" {
+		t.Errorf("the claim shows no backup after a scale-in: status %v", claim.Object["status"])
+	}
+
 	e.deleteClaim(t, claim)
 	harness.Eventually(t, time.Minute, "the cluster is gone with the claim", func() error {
 		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -90,6 +98,62 @@ func TestEtcdDatabaseClaim(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The backups outlived the claim: a new one is made from them.
+	start = time.Now()
+	again := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": claim.GetAPIVersion(), "kind": claim.GetKind(),
+		"metadata": map[string]any{"name": claim.GetName() + "-again", "namespace": appNamespace},
+		"spec": map[string]any{
+			"version": "3.6.16", "members": int64(1),
+			"restoreFrom": map[string]any{"database": claim.GetName(), "before": time.Now().UTC().Format(time.RFC3339)},
+		},
+	}}
+	if err := e.kube.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	again = e.waitReady(t, again, 3*time.Minute)
+	t.Logf("EtcdDatabase: a claim restored from the backups of the deleted one was Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	if from, _, _ := unstructured.NestedString(again.Object, "status", "etcd", "restoredFrom"); !strings.HasPrefix(from, claim.GetName()+"/") {
+		t.Errorf("the restored claim says it was restored from %q, want a backup under %s/", from, claim.GetName())
+	}
+	sec = &corev1.Secret{}
+	harness.Eventually(t, time.Minute, "the restored claim's Secret", func() error {
+		return e.kube.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: again.GetName() + "-etcd"}, sec)
+	})
+	rc, err := etcdFromSecret(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close() //nolint:errcheck // Test cleanup.
+	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if r, err := rc.Get(gctx, "greeting"); err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "hello" {
+		t.Errorf("the restored database: greeting = %v (%v), want hello", r, err)
+	}
+
+	// The backups of both claims stay by design; the test empties and removes their buckets
+	// so that test beds that keep their OpenStack do not collect them.
+	keys := &corev1.Secret{}
+	if err := e.kube.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: again.GetName() + "-etcd-backups-s3"}, keys); err != nil {
+		t.Fatal(err)
+	}
+	e.deleteClaim(t, again)
+	s3c, err := s3.New(s3.Config{
+		AccessKeyID: string(keys.Data["AWS_ACCESS_KEY_ID"]), SecretAccessKey: string(keys.Data["AWS_SECRET_ACCESS_KEY"]),
+		Endpoint: string(keys.Data["S3_ENDPOINT"]), Region: string(keys.Data["AWS_REGION"]),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{appNamespace + "-" + claim.GetName() + "-etcd-backups", appNamespace + "-" + again.GetName() + "-etcd-backups"} {
+		if err := s3c.EmptyBucket(ctx, b); err != nil {
+			t.Errorf("emptying %s: %v", b, err)
+		}
+		if err := s3c.DeleteBucket(ctx, b); err != nil {
+			t.Errorf("deleting %s: %v", b, err)
+		}
+	}
 }
 
 // etcdFromSecret connects the way an app does: with nothing but the Secret.

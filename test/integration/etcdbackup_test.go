@@ -152,6 +152,7 @@ func TestEtcdBackupsOnSchedule(t *testing.T) {
 	// Long enough that the member killed below stays dead while backups go on.
 	cr.Spec.ForProvider.ReplaceUnhealthyAfter = ptr.To(common.Duration("1h"))
 	withBackup(cr, v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	cr.Spec.ForProvider.Backup.Verify = true
 	start := time.Now()
 	runningCluster(t, cr, clusterIs(3, etcdNew))
 	c := etcdClient(t, ns, "orders-etcd", false)
@@ -210,6 +211,9 @@ func TestEtcdBackupsOnSchedule(t *testing.T) {
 		}
 		if md.Revision < 21 {
 			t.Errorf("backup %s: revision %d, want at least the 21 the writes made", s.Key, md.Revision)
+		}
+		if v := md.Verified; !s.Verified || v == nil || !v.Opened || v.Revision < md.Revision || v.TotalKeys < 20 {
+			t.Errorf("backup %s: verified %t in status, %+v in its metadata; want it opened, at revision %d or later with the 20 keys", s.Key, s.Verified, v, md.Revision)
 		}
 	}
 

@@ -106,6 +106,13 @@ type Backup struct {
 	// +optional
 	Encryption *Encryption `json:"encryption,omitempty"`
 
+	// Verify reads each backup back after it is stored: its size and checksum and, unless it
+	// is encrypted, the database itself (opened as etcdutl snapshot status does, which needs
+	// temporary space as large as the database on the provider). A backup that does not
+	// verify is deleted and reported as a failed backup.
+	// +optional
+	Verify bool `json:"verify,omitempty"`
+
 	// BeforeChanges takes a backup before an upgrade, a certificate roll or a scale-in
 	// starts, and holds the change until it has succeeded. Defaults to true.
 	// +kubebuilder:default=true
@@ -168,6 +175,8 @@ type StoredBackup struct {
 	Size int64 `json:"size"`
 	// SHA256 of the snapshot object.
 	SHA256 string `json:"sha256"`
+	// Verified says the backup was read back and checked (spec.forProvider.backup.verify).
+	Verified bool `json:"verified,omitempty"`
 }
 
 // BackupObservation is the state of a cluster's backups.

@@ -317,8 +317,16 @@ func TestMembership(t *testing.T) {
 	var clusterID uint64
 	var ms []Member
 	d := eventually(t, 30*time.Second, "Members", func() (err error) {
-		clusterID, ms, err = c.Members(ctx)
-		return err
+		if clusterID, ms, err = c.Members(ctx); err != nil {
+			return err
+		}
+		// A member publishes its client URLs through raft a moment after it started.
+		for _, m := range ms {
+			if len(m.ClientURLs) == 0 {
+				return fmt.Errorf("member %s has not published its client URLs yet", m.Name)
+			}
+		}
+		return nil
 	})
 	t.Logf("Members answered %s after the processes started (%s of retries)", time.Since(boot), d)
 	if clusterID == 0 {

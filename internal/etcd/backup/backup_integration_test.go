@@ -235,3 +235,41 @@ func TestEncryptedBackups(t *testing.T) {
 		t.Errorf("unfinished uploads: %v (%v), want none", ups, err)
 	}
 }
+
+func TestVerify(t *testing.T) {
+	c, bucket := versitygw(t)
+	ctx := context.Background()
+	st := Store{Objects: c, Bucket: bucket, Prefix: "verify/", Owner: uuid.NewString()}
+	// Pages with etcd's checksum, but no database: the checksum passes, opening does not.
+	md, err := Take(ctx, st, Request{Cluster: "a/b", Member: "b-0", Open: open(stream(1 << 20)), Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(ctx, st, md, t.TempDir()); err == nil || !strings.Contains(err.Error(), "does not open as an etcd database") {
+		t.Errorf("Verify of pages that are no database: %v, want it refused", err)
+	}
+	// An encrypted backup: the stored checksum is what the provider can check.
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := Take(ctx, st, Request{Cluster: "a/b", Member: "b-0", Open: open(stream(1 << 20)), Now: time.Now(), Recipients: []age.Recipient{id.Recipient()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Verify(ctx, st, enc, t.TempDir())
+	if err != nil || got.Verified == nil || got.Verified.Opened {
+		t.Fatalf("Verify of an encrypted backup: %+v, %v; want its checksum verified, nothing opened", got.Verified, err)
+	}
+	again, err := Describe(ctx, st, enc.Key)
+	if err != nil || again.Verified == nil {
+		t.Errorf("metadata after Verify: %+v, %v; want the verification recorded", again.Verified, err)
+	}
+	// A changed object does not verify.
+	if err := c.PutObject(ctx, bucket, enc.Key, []byte("replaced")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(ctx, st, enc, t.TempDir()); err == nil {
+		t.Error("Verify of a replaced object: no error")
+	}
+}

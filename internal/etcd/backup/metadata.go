@@ -54,6 +54,8 @@ type Metadata struct {
 	Time time.Time `json:"time"`
 	// Encrypted backups are age-encrypted to the recipients the cluster's spec named.
 	Encrypted bool `json:"encrypted"`
+	// Verified is what reading the backup back found, when it was.
+	Verified *Verification `json:"verified,omitempty"`
 }
 
 // snapshotKey is where a snapshot taken at t at revision rev goes under prefix. The name is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -26,15 +27,17 @@ import (
 )
 
 const (
-	errFmtSchedule     = "spec.forProvider.backup.schedule %q is not a schedule: %v"
-	errFmtEveryTooOft  = "spec.forProvider.backup.schedule %q runs more often than every %s"
-	errNoLeader        = "the cluster has no leader: a snapshot now could miss writes, so none is taken"
-	errNoBackupMember  = "no healthy voting member to take a snapshot from"
-	errS3Client        = "cannot build the S3 client of the backup destination"
-	errFmtDestination  = "cannot use spec.forProvider.backup.destination: %v"
-	errBackupsStopped  = "the provider is stopping"
-	errFmtRecipient    = "spec.forProvider.backup.encryption.recipients[%d] is not an age recipient: %v"
-	errFmtRetentionRan = "the backup was stored, but retention failed: %v"
+	errFmtSchedule       = "spec.forProvider.backup.schedule %q is not a schedule: %v"
+	errFmtEveryTooOft    = "spec.forProvider.backup.schedule %q runs more often than every %s"
+	errNoLeader          = "the cluster has no leader: a snapshot now could miss writes, so none is taken"
+	errNoBackupMember    = "no healthy voting member to take a snapshot from"
+	errS3Client          = "cannot build the S3 client of the backup destination"
+	errFmtDestination    = "cannot use spec.forProvider.backup.destination: %v"
+	errBackupsStopped    = "the provider is stopping"
+	errFmtRecipient      = "spec.forProvider.backup.encryption.recipients[%d] is not an age recipient: %v"
+	errFmtUnverified     = "backup %s did not verify, and was deleted: %v"
+	errFmtUnverifiedKept = "backup %s did not verify: %v; and it could not be deleted: %v"
+	errFmtRetentionRan   = "the backup was stored, but retention failed: %v"
 
 	reasonBackedUp     = event.Reason("BackedUp")
 	reasonBackupFailed = event.Reason("BackupFailed")
@@ -75,6 +78,7 @@ type backupJob struct {
 	s3       s3.Config
 	store    backup.Store
 	policy   backup.Policy
+	verify   bool
 	member   string
 	endpoint string
 	tls      *tls.Config
@@ -198,6 +202,19 @@ func (b *backups) run(ctx context.Context, j backupJob) backupResult {
 	if r.taken, r.err = backup.Take(ctx, j.store, j.request); r.err != nil {
 		return r
 	}
+	if j.verify {
+		verified, err := backup.Verify(ctx, j.store, r.taken, os.TempDir())
+		if err != nil {
+			// Not a backup to restore from: it goes, and the attempt failed.
+			r.err = errors.Errorf(errFmtUnverified, r.taken.Key, err)
+			if derr := backup.Remove(ctx, j.store, r.taken.Key); derr != nil {
+				r.err = errors.Errorf(errFmtUnverifiedKept, r.taken.Key, err, derr)
+			}
+			r.taken = backup.Metadata{}
+			return r
+		}
+		r.taken = verified
+	}
 	if r.stored, err = backup.Prune(ctx, j.store, j.policy, time.Now()); err != nil {
 		r.err = errors.Errorf(errFmtRetentionRan, err)
 	}
@@ -311,7 +328,7 @@ func (e *external) fail(cr *v1alpha1.EtcdCluster, st *v1alpha1.BackupObservation
 func storedBackups(ms []backup.Metadata) []v1alpha1.StoredBackup {
 	out := make([]v1alpha1.StoredBackup, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, v1alpha1.StoredBackup{Key: m.Key, Time: metav1.Time{Time: m.Time}, Revision: m.Revision, Size: m.Size, SHA256: m.SHA256})
+		out = append(out, v1alpha1.StoredBackup{Key: m.Key, Time: metav1.Time{Time: m.Time}, Revision: m.Revision, Size: m.Size, SHA256: m.SHA256, Verified: m.Verified != nil})
 	}
 	return out
 }
@@ -355,6 +372,7 @@ func (e *external) startBackup(ctx context.Context, cr *v1alpha1.EtcdCluster, a 
 		s3:       loc.S3,
 		store:    backup.Store{Bucket: loc.Bucket, Prefix: loc.Prefix, Owner: string(cr.GetUID())},
 		policy:   retentionOf(cr),
+		verify:   cr.Spec.ForProvider.Backup.Verify,
 		member:   from.plan.Name,
 		endpoint: from.clientURL,
 		tls:      tlsCfg,
