@@ -103,6 +103,11 @@ type RestoreSource struct {
 	// AgeIdentity, when set, decrypts the snapshot at URL (an age-encrypted backup). It is a
 	// secret: backends never log or store it.
 	AgeIdentity string
+	// Checked waits for the provider's check of the snapshot (whole, against its checksum) and
+	// returns its verdict. A backend must have it return nil before it starts anything from the
+	// snapshot; one that fetches the snapshot itself may fetch meanwhile (the check and the
+	// downloads overlap), one that cannot calls it before anything else. Nil: checked already.
+	Checked func(context.Context) error
 	// BumpRevision is added to the snapshot's revision, and the restored keyspace is marked
 	// compacted there (etcdutl's --bump-revision and --mark-compacted): clients that watched
 	// the old cluster see a compaction, never revisions going backwards.

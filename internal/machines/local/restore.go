@@ -62,6 +62,12 @@ func (b *Backend) restore(ctx context.Context, dir string, r record, cfg machine
 	if err := download(ctx, cfg.Restore, snap); err != nil {
 		return err
 	}
+	// Downloaded while the provider checked the backup; nothing starts before it passed.
+	if check := cfg.Restore.Checked; check != nil {
+		if err := check(ctx); err != nil {
+			return err
+		}
+	}
 	args := []string{
 		"snapshot", "restore", snap,
 		"--name=" + r.Name,

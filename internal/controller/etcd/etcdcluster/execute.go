@@ -223,6 +223,16 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s se
 		})
 	}
 	wg.Wait()
+	if restore != nil && restore.Checked != nil {
+		if err := restore.Checked(ctx); err != nil {
+			// The backup cannot be restored: no member started from it. The machines go, so
+			// that nothing is left of the attempt.
+			for _, m := range ms {
+				_ = e.machines.Delete(ctx, key, m.Name)
+			}
+			return err
+		}
+	}
 	if err := stderrors.Join(errs...); err != nil {
 		return err
 	}

@@ -33,10 +33,11 @@ const (
 	restoreURLTTL = 15 * time.Minute
 )
 
-// restoreSource finds the backup the spec names, checks it whole (size and SHA-256, against
-// its metadata) and that the cluster's version can run it, and returns where the members
-// fetch it from: a pre-signed URL, so that no member ever holds S3 credentials. Nothing
-// starts unless all of that holds.
+// restoreSource finds the backup the spec names, checks that the cluster's version can run
+// it, and returns where the members fetch it from (a pre-signed URL, so that no member ever
+// holds S3 credentials) with the check of the backup whole (size and SHA-256 against its
+// metadata, decryption, etcd's own checksum) as the source's Checked: members may fetch the
+// backup while the check runs, and nothing starts unless it passes.
 func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings) (*machines.RestoreSource, error) {
 	r := cr.Spec.ForProvider.Restore
 	var loc backup.Location
@@ -81,8 +82,11 @@ func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, 
 	if err != nil {
 		return nil, err
 	}
-	if err := backup.Check(ctx, st, md, ids...); err != nil {
-		return nil, errors.Errorf(errFmtRestoreCheck, md.Key, err)
+	check := func(ctx context.Context) error {
+		if err := backup.Check(ctx, st, md, ids...); err != nil {
+			return errors.Errorf(errFmtRestoreCheck, md.Key, err)
+		}
+		return nil
 	}
 	url, err := objs.PresignGet(ctx, loc.Bucket, md.Key, restoreURLTTL)
 	if err != nil {
@@ -95,7 +99,10 @@ func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, 
 	// Written now: crossplane-runtime re-reads the resource after Create (to record the
 	// external name), which drops status set in memory.
 	e.patchAtProvider(ctx, cr, map[string]any{"restoredFrom": cr.Status.AtProvider.RestoredFrom})
-	return &machines.RestoreSource{URL: url, Size: md.Size, SHA256: md.SHA256, BumpRevision: uint64(bump), AgeIdentity: identity}, nil //nolint:gosec // At least 1 by admission.
+	return &machines.RestoreSource{
+		URL: url, Size: md.Size, SHA256: md.SHA256, BumpRevision: uint64(bump), AgeIdentity: identity, //nolint:gosec // At least 1 by admission.
+		Checked: onceChecked(ctx, check),
+	}, nil
 }
 
 // restoreIdentity reads the age identity spec.forProvider.restore.decryption names, from a
@@ -132,4 +139,23 @@ func restorableInto(md backup.Metadata, v etcd.Version) error {
 		return nil
 	}
 	return errors.Errorf(errFmtRestoreVersion, md.Key, from, from.Major, from.Minor, from.Major, from.Minor+1, v)
+}
+
+// onceChecked runs check once, in the background from now on, and returns a function that
+// waits for its outcome: every member's Start waits for the same check.
+func onceChecked(ctx context.Context, check func(context.Context) error) func(context.Context) error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = check(ctx)
+	}()
+	return func(wctx context.Context) error {
+		select {
+		case <-done:
+			return err
+		case <-wctx.Done():
+			return wctx.Err()
+		}
+	}
 }
