@@ -98,6 +98,16 @@ func TestValidate(t *testing.T) {
 		"NoToken":          {mod: func(c *machines.MemberConfig) { c.InitialClusterToken = "" }, wantErr: errNoToken},
 		"NoKey":            {mod: func(c *machines.MemberConfig) { c.Key = nil }, wantErr: errNoTLS},
 		"NegativeQuota":    {mod: func(c *machines.MemberConfig) { c.QuotaBackendBytes = -1 }, wantErr: errNegativeQuota},
+		"Restore": {mod: func(c *machines.MemberConfig) {
+			c.Restore = &machines.RestoreSource{URL: "http://s3/b/k?X-Amz-Signature=x", Size: 1, SHA256: strings.Repeat("a", 64)}
+		}},
+		"RestoreWithoutChecksum": {mod: func(c *machines.MemberConfig) {
+			c.Restore = &machines.RestoreSource{URL: "http://s3/b/k", Size: 1}
+		}, wantErr: errBadRestore},
+		"RestoreIntoAJoin": {mod: func(c *machines.MemberConfig) {
+			c.InitialClusterState = "existing"
+			c.Restore = &machines.RestoreSource{URL: "http://s3/b/k", Size: 1, SHA256: strings.Repeat("a", 64)}
+		}, wantErr: errRestoreJoin},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
