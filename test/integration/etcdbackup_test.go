@@ -238,6 +238,11 @@ func TestEtcdBackupsOnSchedule(t *testing.T) {
 	if n := countEvents(t, ns, "orders", "BackupFailed"); n != 0 {
 		t.Errorf("%d BackupFailed events, want none", n)
 	}
+	// One BackedUp event per backup, not one per reconcile: the backups so far began every
+	// 5s or so since the cluster started.
+	if n, most := countEvents(t, ns, "orders", "BackedUp"), int(time.Since(start)/(4*time.Second))+1; n > most {
+		t.Errorf("%d BackedUp events in %s, want one per backup (at most %d)", n, time.Since(start).Round(time.Second), most)
+	}
 }
 
 // TestEtcdBackupsToSwiftThroughABucket: backups to a Bucket (bucketRef) on Swift, with the
@@ -333,8 +338,9 @@ func TestEtcdBackupFailuresAreReportedNotUnready(t *testing.T) {
 		}
 		return harness.ConditionIs(cr, "Ready", "True")
 	})
-	if n := countEvents(t, ns, "late", "BackupFailed"); n == 0 {
-		t.Error("no BackupFailed event")
+	// One event per failed attempt, not one per reconcile.
+	if n, failures := countEvents(t, ns, "late", "BackupFailed"), int(cr.Status.AtProvider.Backup.ConsecutiveFailures); n == 0 || n > failures+1 {
+		t.Errorf("%d BackupFailed events for %d failed attempts, want one each", n, failures)
 	}
 
 	vgwBackupBucket(t, ns)

@@ -174,6 +174,7 @@ func TestContractKeysWorkAndRotateWithoutAGap(t *testing.T) {
 	if err := s3Client(t, cfg).CreateBucket(ctx, name); err != nil {
 		t.Fatalf("the Contract's keys do not work for S3: %v", err)
 	}
+	// On failure paths; the end of the test deletes it while the keys still work.
 	defer func() { _ = s3Client(t, cfg).DeleteBucket(context.Background(), name) }()
 
 	// A client that re-reads the Secret for every call, as a rotating app does, writes
@@ -241,7 +242,10 @@ func TestContractKeysWorkAndRotateWithoutAGap(t *testing.T) {
 		t.Errorf("the new keys do not work: %v", err)
 	}
 
-	// Delete revokes the keys.
+	// Delete revokes the keys: the bucket goes first, while they work.
+	if err := s3Client(t, cfg).DeleteBucket(ctx, name); err != nil {
+		t.Errorf("deleting the test's bucket with the new keys: %v", err)
+	}
 	if err := env.Kube.Delete(ctx, c); err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,9 @@ const (
 	backupTimeout = 2 * time.Hour
 	// DefaultBackupSlots is how many backups the provider runs at once, over every cluster.
 	DefaultBackupSlots = 2
+	// failureBackoff and maxFailureBackoff bound how soon a failed backup is tried again.
+	failureBackoff    = 30 * time.Second
+	maxFailureBackoff = 30 * time.Minute
 	// preChangeRetry is how soon a backup a change waits for is tried again after it failed.
 	preChangeRetry = time.Minute
 )
@@ -274,19 +277,37 @@ func (e *external) observeBackups(cr *v1alpha1.EtcdCluster, atRest bool) (due bo
 		from = st.LastAttemptTime.Time
 	}
 	next := sched.Next(from.UTC())
+	if retry, ok := retryAfterFailure(st); ok && retry.Before(next) {
+		next = retry
+	}
 	st.NextScheduledTime = &metav1.Time{Time: next}
 	return !e.now().Before(next)
+}
+
+// retryAfterFailure is when a backup whose last attempt failed is tried again before its next
+// scheduled time: 30s after the first failure, doubling with each failure up to 30m. A daily
+// backup that failed because its bucket was not there yet does not wait a day.
+func retryAfterFailure(st *v1alpha1.BackupObservation) (time.Time, bool) {
+	if st.State != v1alpha1.BackupFailing || st.LastFailureTime == nil || !sameTime(st.LastAttemptTime, st.LastFailureTime.Time) {
+		return time.Time{}, false
+	}
+	backoff := failureBackoff
+	for i := int32(1); i < st.ConsecutiveFailures && backoff < maxFailureBackoff; i++ {
+		backoff *= 2
+	}
+	return st.LastFailureTime.Add(min(backoff, maxFailureBackoff)), true
 }
 
 // report writes a finished job's outcome into status, once: the result stays known until
 // the next job replaces it, and status says whether it was reported (a status write that
 // lost a conflict did not, and the next observation reports it again).
 func (e *external) report(cr *v1alpha1.EtcdCluster, st *v1alpha1.BackupObservation, r backupResult) {
-	if st.LastAttemptTime == nil || st.LastAttemptTime.Time.Before(r.started) {
-		st.LastAttemptTime = &metav1.Time{Time: r.started}
+	started := r.started.Truncate(time.Second)
+	if st.LastAttemptTime == nil || st.LastAttemptTime.Time.Before(started) {
+		st.LastAttemptTime = &metav1.Time{Time: started}
 	}
-	if r.taken.Key != "" && !sameTime(st.LastSuccessTime, r.started) {
-		st.LastSuccessTime = &metav1.Time{Time: r.started}
+	if r.taken.Key != "" && !sameTime(st.LastSuccessTime, started) {
+		st.LastSuccessTime = &metav1.Time{Time: started}
 		st.ConsecutiveFailures = 0
 		st.State, st.Reason = v1alpha1.BackupHealthy, ""
 		if r.stored != nil {
@@ -296,11 +317,15 @@ func (e *external) report(cr *v1alpha1.EtcdCluster, st *v1alpha1.BackupObservati
 			r.taken.Key, r.taken.Size, r.taken.Revision, r.taken.Member, len(st.Stored))))
 	}
 	if r.err != nil {
-		e.failAttempt(cr, st, r.started, r.err)
+		e.failAttempt(cr, st, started, r.err)
 	}
 }
 
-func sameTime(t *metav1.Time, u time.Time) bool { return t != nil && t.Time.Equal(u) }
+// sameTime compares at the precision status keeps (seconds): a time read back from status
+// never equals one in memory with its nanoseconds.
+func sameTime(t *metav1.Time, u time.Time) bool {
+	return t != nil && t.Time.Truncate(time.Second).Equal(u.Truncate(time.Second))
+}
 
 // failAttempt reports a backup attempt (begun at started) that failed, once. It does not
 // touch the cluster's readiness: the cluster serves as well without a backup, and the next
@@ -342,7 +367,9 @@ func (e *external) startBackup(ctx context.Context, cr *v1alpha1.EtcdCluster, a 
 	if err != nil {
 		return
 	}
-	now := e.now().UTC()
+	// Whole seconds, as status keeps them: the job reports this time back, and status must
+	// recognise it as the attempt it recorded.
+	now := e.now().UTC().Truncate(time.Second)
 	st.LastAttemptTime = &metav1.Time{Time: now}
 	st.NextScheduledTime = &metav1.Time{Time: sched.Next(now)}
 

@@ -98,14 +98,15 @@ func TestObserveBackups(t *testing.T) {
 	taken := backup.Metadata{Key: "p/a.snapshot", Member: "m-1", Size: 10, Revision: 3, SHA256: "ab", Time: t1}
 
 	cases := map[string]struct {
-		status  *v1alpha1.BackupObservation
-		result  *backupResult
-		running bool
-		atRest  bool
-		now     time.Time
-		want    *v1alpha1.BackupObservation
-		due     bool
-		events  []string
+		schedule string
+		status   *v1alpha1.BackupObservation
+		result   *backupResult
+		running  bool
+		atRest   bool
+		now      time.Time
+		want     *v1alpha1.BackupObservation
+		due      bool
+		events   []string
 	}{
 		"FirstIsDueOneIntervalAfterCreation": {
 			now:  t1,
@@ -156,6 +157,19 @@ func TestObserveBackups(t *testing.T) {
 			want:   &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), LastFailureTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "boom", ConsecutiveFailures: 1, NextScheduledTime: mt(t2)},
 			due:    true,
 		},
+		// Status keeps whole seconds: a result with nanoseconds is the attempt it recorded.
+		"RoundTripDoesNotReportAgain": {
+			status: &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), LastFailureTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "boom", ConsecutiveFailures: 1},
+			result: &backupResult{started: t1.Add(300 * time.Millisecond), err: errors.New("boom")},
+			now:    t1.Add(time.Second),
+			want:   &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), LastFailureTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "boom", ConsecutiveFailures: 1, NextScheduledTime: mt(t2)},
+		},
+		"FailedDailyIsRetriedSoon": {
+			schedule: "@daily",
+			status:   &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), LastFailureTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "no bucket", ConsecutiveFailures: 3},
+			now:      t1.Add(time.Minute),
+			want:     &v1alpha1.BackupObservation{LastAttemptTime: mt(t1), LastFailureTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "no bucket", ConsecutiveFailures: 3, NextScheduledTime: mt(t1.Add(2 * time.Minute))},
+		},
 		"SameFailureAgainCounts": {
 			status: &v1alpha1.BackupObservation{LastAttemptTime: mt(t2), LastFailureTime: mt(t1), State: v1alpha1.BackupFailing, Reason: "boom", ConsecutiveFailures: 1},
 			result: &backupResult{started: t2, err: errors.New("boom")},
@@ -166,7 +180,11 @@ func TestObserveBackups(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cr := cluster("a", v1alpha1.EtcdClusterParameters{Backup: &v1alpha1.Backup{Schedule: "@every 5s"}})
+			schedule := tc.schedule
+			if schedule == "" {
+				schedule = "@every 5s"
+			}
+			cr := cluster("a", v1alpha1.EtcdClusterParameters{Backup: &v1alpha1.Backup{Schedule: schedule}})
 			cr.SetUID(types.UID("uid"))
 			cr.SetCreationTimestamp(metav1.Time{Time: created})
 			cr.Status.AtProvider.Backup = tc.status
