@@ -38,6 +38,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 )
 
 // Desired is what the EtcdCluster asks for.
@@ -141,17 +143,17 @@ type Action struct {
 	Remaining int
 }
 
-// Phases, as status reports them.
+// Phases, as status reports them: the API's, defined once there.
 const (
-	PhaseRunning    = "Running"
-	PhaseScaling    = "Scaling"
-	PhaseUpgrading  = "Upgrading"
-	PhaseHealing    = "Healing"
-	PhaseRenewing   = "RenewingCertificates"
-	PhaseDegraded   = "Degraded"
-	PhaseQuorumLost = "QuorumLost"
-	PhasePaused     = "Paused"
-	PhaseBlocked    = "Blocked"
+	PhaseRunning    = v1alpha1.PhaseRunning
+	PhaseScaling    = v1alpha1.PhaseScaling
+	PhaseUpgrading  = v1alpha1.PhaseUpgrading
+	PhaseHealing    = v1alpha1.PhaseHealing
+	PhaseRenewing   = v1alpha1.PhaseRenewing
+	PhaseDegraded   = v1alpha1.PhaseDegraded
+	PhaseQuorumLost = v1alpha1.PhaseQuorumLost
+	PhasePaused     = v1alpha1.PhasePaused
+	PhaseBlocked    = v1alpha1.PhaseBlocked
 )
 
 // Quorum is the number of voters a cluster of n voters needs to make progress.

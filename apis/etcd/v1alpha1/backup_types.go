@@ -156,8 +156,8 @@ type Decryption struct {
 const (
 	// BackupHealthy: the last backup succeeded.
 	BackupHealthy = "Healthy"
-	// BackupFailing: the last backup failed; the reason says why. The next one is still
-	// attempted on schedule.
+	// BackupFailing: the last backup failed; the reason says why. It is tried again after
+	// 30s (doubling up to 30m) or at the next scheduled time, whichever comes first.
 	BackupFailing = "Failing"
 	// BackupRunning: the first backup is being taken.
 	BackupRunning = "Running"

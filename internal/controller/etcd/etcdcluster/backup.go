@@ -329,7 +329,7 @@ func sameTime(t *metav1.Time, u time.Time) bool {
 
 // failAttempt reports a backup attempt (begun at started) that failed, once. It does not
 // touch the cluster's readiness: the cluster serves as well without a backup, and the next
-// one is attempted on schedule.
+// one is attempted all the same (see retryAfterFailure).
 func (e *external) failAttempt(cr *v1alpha1.EtcdCluster, st *v1alpha1.BackupObservation, started time.Time, err error) {
 	if sameTime(st.LastFailureTime, started) {
 		return
