@@ -76,13 +76,11 @@ func parseSchedule(s string) (cron.Schedule, error) {
 // the reconcile that started it has returned.
 type backupJob struct {
 	uid      types.UID
-	cluster  string
 	started  time.Time
 	s3       s3.Config
 	store    backup.Store
 	policy   backup.Policy
 	verify   bool
-	member   string
 	endpoint string
 	tls      *tls.Config
 	request  backup.Request
@@ -395,12 +393,11 @@ func (e *external) startBackup(ctx context.Context, cr *v1alpha1.EtcdCluster, a 
 	}
 	st.Bucket, st.Prefix = loc.Bucket, loc.Prefix
 	j := backupJob{
-		uid: cr.GetUID(), cluster: cr.GetNamespace() + "/" + cr.GetName(), started: now,
+		uid: cr.GetUID(), started: now,
 		s3:       loc.S3,
 		store:    backup.Store{Bucket: loc.Bucket, Prefix: loc.Prefix, Owner: string(cr.GetUID())},
 		policy:   retentionOf(cr),
 		verify:   cr.Spec.ForProvider.Backup.Verify,
-		member:   from.plan.Name,
 		endpoint: from.clientURL,
 		tls:      tlsCfg,
 		request: backup.Request{
