@@ -29,6 +29,9 @@ const (
 	maxPartSize = 5 << 30
 	// maxParts is how many parts one multipart upload may have.
 	maxParts = 10000
+	// partTimeout bounds the upload of one part: a server that stops reading (slow, or
+	// stalling on purpose) fails the upload rather than hold it for hours.
+	partTimeout = 5 * time.Minute
 	// partsInFlight is how many parts are being read or sent at once: one is filled from
 	// the source while the other goes to the server, so that neither waits for the other.
 	partsInFlight = 2
@@ -134,10 +137,12 @@ func (c *Client) uploadParts(ctx context.Context, bucket string, up Upload, r io
 		if p.err != nil {
 			return 0, nil, p.err
 		}
-		out, err := c.s3.UploadPart(ctx, &awss3.UploadPartInput{
+		pctx, cancel := context.WithTimeout(ctx, partTimeout)
+		out, err := c.s3.UploadPart(pctx, &awss3.UploadPartInput{
 			Bucket: aws.String(bucket), Key: aws.String(up.Key), UploadId: aws.String(up.ID),
 			PartNumber: aws.Int32(p.n), Body: bytes.NewReader(p.data), ContentLength: aws.Int64(int64(len(p.data))),
 		})
+		cancel()
 		if err != nil {
 			return 0, nil, errors.Wrap(err, errUploadPart)
 		}

@@ -75,15 +75,16 @@ func parseSchedule(s string) (cron.Schedule, error) {
 // A backupJob is everything one backup needs, captured when it starts: the job runs after
 // the reconcile that started it has returned.
 type backupJob struct {
-	uid      types.UID
-	started  time.Time
-	s3       s3.Config
-	store    backup.Store
-	policy   backup.Policy
-	verify   bool
-	endpoint string
-	tls      *tls.Config
-	request  backup.Request
+	uid types.UID
+	// namespace of the cluster: a namespace runs one backup at a time.
+	namespace string
+	s3        s3.Config
+	store     backup.Store
+	policy    backup.Policy
+	verify    bool
+	endpoint  string
+	tls       *tls.Config
+	request   backup.Request
 }
 
 // A backupResult is what a job did.
@@ -103,11 +104,27 @@ type backups struct {
 	newCluster clusterFactory
 	slots      chan struct{}
 
-	mu      sync.Mutex
-	base    context.Context // The manager's: jobs stop when the provider does.
-	running map[types.UID]context.CancelFunc
-	results map[types.UID]backupResult
-	wg      sync.WaitGroup
+	mu         sync.Mutex
+	base       context.Context // The manager's: jobs stop when the provider does.
+	running    map[types.UID]*runningJob
+	results    map[types.UID]backupResult
+	namespaces map[string]chan struct{}
+	wg         sync.WaitGroup
+}
+
+// A runningJob is a job in progress, and how to stop it.
+type runningJob struct{ cancel context.CancelFunc }
+
+// namespaceSlot is the one slot of a namespace's backups.
+func (b *backups) namespaceSlot(ns string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.namespaces[ns]
+	if !ok {
+		s = make(chan struct{}, 1)
+		b.namespaces[ns] = s
+	}
+	return s
 }
 
 func newBackups(slots int, newObjects func(s3.Config) (s3.Objects, error), newCluster clusterFactory) *backups {
@@ -115,8 +132,9 @@ func newBackups(slots int, newObjects func(s3.Config) (s3.Objects, error), newCl
 		newObjects: newObjects,
 		newCluster: newCluster,
 		slots:      make(chan struct{}, max(slots, 1)),
-		running:    map[types.UID]context.CancelFunc{},
+		running:    map[types.UID]*runningJob{},
 		results:    map[types.UID]backupResult{},
+		namespaces: map[string]chan struct{}{},
 	}
 }
 
@@ -147,12 +165,14 @@ func (b *backups) result(uid types.UID) (backupResult, bool) {
 	return r, ok
 }
 
-// forget cancels the cluster's job, if any, and drops what is known of it.
+// forget cancels the cluster's job, if any, and drops what is known of it: the cancelled
+// job reports nothing when it ends.
 func (b *backups) forget(uid types.UID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cancel, ok := b.running[uid]; ok {
-		cancel()
+	if j, ok := b.running[uid]; ok {
+		j.cancel()
+		delete(b.running, uid)
 	}
 	delete(b.results, uid)
 }
@@ -166,12 +186,16 @@ func (b *backups) start(j backupJob) bool {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(b.base, backupTimeout)
-	b.running[j.uid] = cancel
+	this := &runningJob{cancel: cancel}
+	b.running[j.uid] = this
 	b.wg.Go(func() {
 		defer cancel()
 		r := b.run(ctx, j)
 		b.mu.Lock()
 		defer b.mu.Unlock()
+		if b.running[j.uid] != this {
+			return // Forgotten: the cluster is gone.
+		}
 		delete(b.running, j.uid)
 		b.results[j.uid] = r
 	})
@@ -179,13 +203,18 @@ func (b *backups) start(j backupJob) bool {
 }
 
 func (b *backups) run(ctx context.Context, j backupJob) backupResult {
-	r := backupResult{started: j.started}
-	select {
-	case b.slots <- struct{}{}:
-		defer func() { <-b.slots }()
-	case <-ctx.Done():
-		r.err = errors.New(errBackupsStopped)
-		return r
+	r := backupResult{started: j.request.Now}
+	// The namespace's turn first, then a slot: the clusters of one namespace (one tenant,
+	// whose object store may be slow or hostile) never hold more than one slot, so that other
+	// namespaces' backups always get through.
+	for _, slot := range []chan struct{}{b.namespaceSlot(j.namespace), b.slots} {
+		select {
+		case slot <- struct{}{}:
+			defer func() { <-slot }()
+		case <-ctx.Done():
+			r.err = errors.New(errBackupsStopped)
+			return r
+		}
 	}
 	objs, err := b.newObjects(j.s3)
 	if err != nil {
@@ -393,7 +422,7 @@ func (e *external) startBackup(ctx context.Context, cr *v1alpha1.EtcdCluster, a 
 	}
 	st.Bucket, st.Prefix = loc.Bucket, loc.Prefix
 	j := backupJob{
-		uid: cr.GetUID(), started: now,
+		uid: cr.GetUID(), namespace: cr.GetNamespace(),
 		s3:       loc.S3,
 		store:    backup.Store{Bucket: loc.Bucket, Prefix: loc.Prefix, Owner: string(cr.GetUID())},
 		policy:   retentionOf(cr),

@@ -164,7 +164,7 @@ func BenchmarkBackupRestore(b *testing.B) {
 		}()
 		t1 := time.Now()
 		res := r.run(ctx, backupJob{
-			uid: cr.GetUID(), started: t1, s3: cfg, policy: backup.Policy{KeepLast: 100},
+			uid: cr.GetUID(), namespace: cr.GetNamespace(), s3: cfg, policy: backup.Policy{KeepLast: 100},
 			store:    backup.Store{Bucket: bucket, Prefix: "bench/big/", Owner: string(cr.GetUID())},
 			endpoint: endpoint, tls: tlsCfg,
 			request: backup.Request{Cluster: "bench/big", Member: "big-0", EtcdVersion: "3.6.16", Now: t1},

@@ -16,6 +16,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/clients/s3"
 	"github.com/stackservices/provider-stackservices/internal/etcd"
 	"github.com/stackservices/provider-stackservices/internal/etcd/backup"
 )
@@ -193,7 +194,7 @@ func TestObserveBackups(t *testing.T) {
 				b.results["uid"] = *tc.result
 			}
 			if tc.running {
-				b.running["uid"] = func() {}
+				b.running["uid"] = &runningJob{cancel: func() {}}
 			}
 			var got []string
 			e := &external{backups: b, record: recorder{got: &got}, now: func() time.Time { return tc.now }}
@@ -266,7 +267,7 @@ func TestBackupFirst(t *testing.T) {
 			cr.Status.AtProvider.Backup = tc.status
 			b := newBackups(1, nil, nil)
 			if tc.running {
-				b.running["uid"] = func() {}
+				b.running["uid"] = &runningJob{cancel: func() {}}
 			}
 			e := &external{backups: b, now: func() time.Time { return t0.Add(time.Minute) }}
 			if got := e.backupFirst(context.Background(), cr, etcd.Desired{Members: 1}, nil, upgrade); got != tc.wait {
@@ -279,5 +280,71 @@ func TestBackupFirst(t *testing.T) {
 				t.Errorf("nextStep %q does not say the change waits for a backup", cr.Status.AtProvider.NextStep)
 			}
 		})
+	}
+}
+
+// TestBackupsShareSlotsFairly: the backups of one namespace take one slot at a time, so that a
+// namespace whose object store is slow (or stalls on purpose) never holds every slot; and a
+// forgotten cluster's job reports nothing.
+func TestBackupsShareSlotsFairly(t *testing.T) {
+	entered := make(chan string, 10)
+	release := make(chan struct{})
+	// The job's endpoint says whose it is; the S3 client of a job blocks like a slow server,
+	// then fails.
+	b := newBackups(2, func(c s3.Config) (s3.Objects, error) {
+		entered <- c.Endpoint
+		<-release
+		return nil, errors.New("slow server gave up")
+	}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = b.Start(ctx) }()
+	job := func(uid, ns string) backupJob {
+		return backupJob{uid: types.UID(uid), namespace: ns, s3: s3.Config{Endpoint: uid}, request: backup.Request{Now: time.Now()}}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !b.start(job("a-1", "a")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the runner never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, j := range []backupJob{job("a-2", "a"), job("b-1", "b")} {
+		if !b.start(j) {
+			t.Fatalf("start(%s) = false, want it queued or running", j.uid)
+		}
+	}
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case e := <-entered:
+			got[e] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %v got a slot, want a job of each namespace", got)
+		}
+	}
+	if !got["b-1"] || got["a-1"] == got["a-2"] {
+		t.Errorf("with 2 slots, %v ran first; want one job of namespace a and the job of b", got)
+	}
+	b.forget("b-1")
+	close(release)
+	select {
+	case e := <-entered:
+		if got[e] || e == "b-1" {
+			t.Errorf("%s ran after the first two, want the other job of namespace a", e)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a-2 never ran once a-1 was done")
+	}
+	for b.isRunning("a-1") || b.isRunning("a-2") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, uid := range []types.UID{"a-1", "a-2"} {
+		if _, ok := b.result(uid); !ok {
+			t.Errorf("%s finished without a result", uid)
+		}
+	}
+	if _, ok := b.result("b-1"); ok {
+		t.Error("the forgotten cluster's job reported a result")
 	}
 }
