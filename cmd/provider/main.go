@@ -43,6 +43,7 @@ import (
 	providercontroller "github.com/stackservices/provider-stackservices/internal/controller"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/machines/local"
+	"github.com/stackservices/provider-stackservices/internal/transfers"
 	"github.com/stackservices/provider-stackservices/internal/version"
 )
 
@@ -134,6 +135,7 @@ func main() {
 			Gate: new(gate.Gate[schema.GroupVersionKind]),
 		},
 		PollJitter: *pollJitter,
+		Transfers:  transfers.New(transfers.InReconcile),
 		OpenStack: openstack.NewConnector(mgr.GetClient(),
 			resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
 			openstack.NewSessionCache(openstack.SessionOptions{UserAgent: "provider-stackservices/" + version.Version})),

@@ -106,13 +106,40 @@ type RestoreSource struct {
 	// Checked waits for the provider's check of the snapshot (whole, against its checksum) and
 	// returns its verdict. A backend must have it return nil before it starts anything from the
 	// snapshot; one that fetches the snapshot itself may fetch meanwhile (the check and the
-	// downloads overlap), one that cannot calls it before anything else. Nil: checked already.
+	// downloads overlap), one that cannot calls it before anything else. Nil: there is nothing
+	// to wait for (checked already, or the backend is a SnapshotChecker).
 	Checked func(context.Context) error
 	// BumpRevision is added to the snapshot's revision, and the restored keyspace is marked
 	// compacted there (etcdutl's --bump-revision and --mark-compacted): clients that watched
 	// the old cluster see a compaction, never revisions going backwards.
 	BumpRevision uint64
 }
+
+// A SnapshotChecker is a backend whose machines check a snapshot whole before they start
+// anything from it: its size and SHA-256 against the RestoreSource's as the bytes arrive, and
+// its decryption (age authenticates what it decrypts). With those, the bytes are the ones the
+// backup stored, whose etcd checksum was checked as they streamed. The provider then does not read the snapshot once more before the machines do,
+// which would cost a restore a whole extra read; a machine that finds the snapshot bad fails
+// Start with a RefusedSnapshotError, and the provider deletes every machine of the attempt.
+// A backend whose machines cannot be trusted to check (a server that boots and runs its
+// user-data) is not one: the provider checks for it, and it waits for Checked.
+type SnapshotChecker interface {
+	ChecksSnapshots() bool
+}
+
+// ChecksSnapshots tells whether m checks the snapshots its machines restore from.
+func ChecksSnapshots(m Machines) bool {
+	c, ok := m.(SnapshotChecker)
+	return ok && c.ChecksSnapshots()
+}
+
+// A RefusedSnapshotError is a machine's refusal of the snapshot it was to restore from: not
+// the bytes the RestoreSource describes, or not decryptable with its identity.
+type RefusedSnapshotError struct{ Reason error }
+
+func (e *RefusedSnapshotError) Error() string { return e.Reason.Error() }
+
+func (e *RefusedSnapshotError) Unwrap() error { return e.Reason }
 
 // Machines is a backend that runs etcd members. Every method is idempotent: calling it again
 // for the same cluster and name (after a crash, say) finds what the first call made.

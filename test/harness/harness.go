@@ -53,6 +53,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/machines"
 	"github.com/stackservices/provider-stackservices/internal/machines/local"
+	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
 // Clouds names the entries of the test bed's clouds.yaml.
@@ -228,6 +229,7 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 			resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}), sessions),
 		WrapTransport: wrap,
 		LocalMachines: e.Machines,
+		Transfers:     transfers.New(transfers.InReconcile),
 	}
 	if o.Crash != nil && o.Crash.AfterMachineStart != nil {
 		mo.LocalMachines = &crashingMachines{Machines: e.Machines, crash: o.Crash}

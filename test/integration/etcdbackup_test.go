@@ -10,9 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -494,7 +497,7 @@ func TestEtcdRestoreIntoANewCluster(t *testing.T) {
 		cr   *v1alpha1.EtcdCluster
 		want string
 	}{
-		"tampered": {cr: restoreFrom(ns, "tampered", etcdNew, 3, bucket, v1alpha1.Restore{Key: &md.Key}), want: "cannot be restored, and nothing was started"},
+		"tampered": {cr: restoreFrom(ns, "tampered", etcdNew, 3, bucket, v1alpha1.Restore{Key: &md.Key}), want: "cannot be restored"},
 		"missing":  {cr: restoreFrom(ns, "missing", etcdNew, 3, bucket, v1alpha1.Restore{Key: ptr.To(ns + "/source/nothing.snapshot")}), want: "cannot find the backup"},
 		"too-new":  {cr: restoreFrom(ns, "too-new", etcdOld, 1, bucket, v1alpha1.Restore{Key: &newest.Key}), want: "restore it into 3.6 or 3.7"},
 		"too-early": {cr: restoreFrom(ns, "too-early", etcdNew, 1, bucket, v1alpha1.Restore{
@@ -715,5 +718,82 @@ func TestEtcdEncryptedBackups(t *testing.T) {
 	// The identity never shows up in logs or events.
 	if env.Logs.Contains(strings.TrimPrefix(other.String(), "AGE-SECRET-KEY-1")[:20]) || env.Logs.Contains(strings.TrimPrefix(id.String(), "AGE-SECRET-KEY-1")[:20]) {
 		t.Error("an age identity appears in the provider's log")
+	}
+}
+
+// TestEtcdTransfersOfAStallingTenant: a tenant whose object store accepts requests and never
+// answers holds one turn of the snapshots reconciles stream, whatever it asks for; its other
+// restores wait their turn with a condition that says so, and another namespace's backup and
+// restore go through meanwhile.
+func TestEtcdTransfersOfAStallingTenant(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	hostile := etcdNamespace(t, "etcd-stalling")
+	var hits atomic.Int64
+	release := make(chan struct{})
+	stalling := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	// Before the namespace goes (cleanups run last first): the stalled requests fail at
+	// once, and the clusters can be deleted.
+	t.Cleanup(func() { close(release); stalling.CloseClientConnections(); stalling.Close() })
+	if err := env.Kube.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "s3"},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": "stall", "AWS_SECRET_ACCESS_KEY": "stall-stall-stall", "S3_ENDPOINT": stalling.URL},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// More than the controller's workers (5 in the tests): were each to hold one, nothing
+	// else would reconcile.
+	stalled := make([]*v1alpha1.EtcdCluster, 6)
+	for i := range stalled {
+		stalled[i] = restoreFrom(hostile, fmt.Sprintf("stalled-%d", i), etcdNew, 1, "backups", v1alpha1.Restore{Key: ptr.To("any.snapshot")})
+		if err := env.Kube.Create(ctx, stalled[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	harness.Eventually(t, waitReady, "the stalling tenant's other restores wait their turn", func() error {
+		waiting := 0
+		for _, cr := range stalled {
+			got := &v1alpha1.EtcdCluster{}
+			if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(cr), got); err != nil {
+				return err
+			}
+			if c := got.GetCondition(xpv2.TypeSynced); c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "waiting to restore: namespace "+hostile) {
+				waiting++
+			}
+		}
+		if waiting < len(stalled)-1 || hits.Load() == 0 {
+			return fmt.Errorf("%d restores waiting, %d requests to the stalling store", waiting, hits.Load())
+		}
+		return nil
+	})
+
+	// Meanwhile, another namespace backs up and restores as usual.
+	ns := etcdNamespace(t, "etcd-beside-stalling")
+	bucket, _ := vgwBackupBucket(t, ns)
+	runningCluster(t, newEtcdCluster(ns, "source", etcdNew, 1), clusterIs(1, etcdNew))
+	b := &v1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "now"},
+		Spec: v1alpha1.EtcdBackupSpec{ForProvider: v1alpha1.EtcdBackupParameters{
+			ClusterRef:  v1alpha1.LocalObjectReference{Name: "source"},
+			Destination: v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}},
+		}},
+	}
+	if err := env.Kube.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, b, "True", nil)
+	restored := newEtcdCluster(ns, "restored", etcdNew, 1)
+	restored.Spec.ForProvider.Restore = &v1alpha1.Restore{BackupRef: &v1alpha1.LocalObjectReference{Name: "now"}}
+	runningCluster(t, restored, clusterIs(1, etcdNew))
+	for _, cr := range stalled {
+		if ms, err := env.Machines.List(ctx, string(cr.GetUID())); err != nil || len(ms) != 0 {
+			t.Errorf("%s: %d machines (%v), want none: its backup was never read", cr.GetName(), len(ms), err)
+		}
 	}
 }

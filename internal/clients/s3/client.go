@@ -7,6 +7,7 @@ package s3
 import (
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -145,12 +146,24 @@ func noRetryClientErrors(err error) aws.Ternary {
 	return aws.UnknownTernary
 }
 
+// responseTimeout bounds the wait for a response's headers: an endpoint (a tenant may name
+// its own) that accepts a request and never answers fails it, rather than hold the
+// reconcile that sent it until that reconcile's own timeout. Every S3 operation answers in
+// well under it; a CompleteMultipartUpload of many parts takes seconds.
+const responseTimeout = time.Minute
+
+func buildableClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.ResponseHeaderTimeout = responseTimeout
+	})
+}
+
 func httpClient(o *options) awss3.HTTPClient {
 	if o.wrap == nil {
 		if o.httpClient != nil {
 			return o.httpClient
 		}
-		return awshttp.NewBuildableClient()
+		return buildableClient()
 	}
 	if o.httpClient != nil {
 		c := *o.httpClient
@@ -162,6 +175,6 @@ func httpClient(o *options) awss3.HTTPClient {
 		return &c
 	}
 	// Keep the SDK's tuned transport and timeouts under the wrapper.
-	b := awshttp.NewBuildableClient()
+	b := buildableClient()
 	return &http.Client{Transport: o.wrap(b.GetTransport()), Timeout: b.GetTimeout()}
 }

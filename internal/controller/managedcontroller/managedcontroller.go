@@ -24,6 +24,7 @@ import (
 
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	"github.com/stackservices/provider-stackservices/internal/machines"
+	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
 const errFmtStateMetrics = "cannot register the state metrics recorder of %s"
@@ -45,6 +46,19 @@ type Options struct {
 	// WrapTransport, when set, wraps the HTTP transport of the S3 clients; tests count calls
 	// with it. (OpenStack sessions take theirs from the session cache's options.)
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+
+	// Transfers bounds the snapshots reconciles stream, over every controller that does (see
+	// ReconcileTransfers).
+	Transfers *transfers.Limiter
+}
+
+// ReconcileTransfers is the limiter of the snapshots reconciles stream: o.Transfers, shared
+// by the controllers, or one of transfers.InReconcile slots of their own when it is unset.
+func (o Options) ReconcileTransfers() *transfers.Limiter {
+	if o.Transfers != nil {
+		return o.Transfers
+	}
+	return transfers.New(transfers.InReconcile)
 }
 
 // Kind describes the managed resource a controller reconciles.

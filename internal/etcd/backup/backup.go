@@ -296,12 +296,21 @@ func encrypting(r io.Reader, to []age.Recipient) io.ReadCloser {
 	return pr
 }
 
+// Decryptable says whether a backup can be read with the identities given: an encrypted one
+// needs at least one (whether it is the right one shows as its first bytes are decrypted).
+func Decryptable(md Metadata, ids ...age.Identity) error {
+	if md.Encrypted && len(ids) == 0 {
+		return errors.Errorf(errFmtEncrypted, md.Key)
+	}
+	return nil
+}
+
 // Check reads a stored snapshot whole and checks its size and checksum against its metadata:
 // what a restore does before any member starts. An encrypted backup is decrypted with ids as
 // it is read: a wrong identity is found here too.
 func Check(ctx context.Context, st Store, md Metadata, ids ...age.Identity) error {
-	if md.Encrypted && len(ids) == 0 {
-		return errors.Errorf(errFmtEncrypted, md.Key)
+	if err := Decryptable(md, ids...); err != nil {
+		return err
 	}
 	r, _, err := st.Objects.GetObject(ctx, st.Bucket, md.Key)
 	if err != nil {

@@ -26,19 +26,30 @@ const (
 	restoringDir = "data.restoring"
 	snapshotFile = "restore.snapshot"
 
-	// downloadTimeout bounds the download of one snapshot.
+	// downloadTimeout bounds the download of one snapshot; stallTimeout is how long it may go
+	// without a byte (an object store that stalls, slow or hostile, frees the member's Start
+	// long before the reconcile's own timeout).
 	downloadTimeout = 30 * time.Minute
+	stallTimeout    = time.Minute
+	// copyBuffer is the size of the writes to the snapshot file.
+	copyBuffer = 1 << 20
 
 	errNoEtcdutl      = "there is no etcdutl next to the etcd binary"
 	errDownload       = "cannot download the snapshot to restore"
 	errFmtDownload    = "cannot download the snapshot to restore: the server answered %s"
-	errFmtRestoreSize = "the snapshot to restore has %d bytes, not the %d the provider checked"
-	errFmtRestoreSum  = "the snapshot to restore has SHA-256 %s, not the %s the provider checked"
-	errIdentity       = "the age identity to decrypt the snapshot with does not parse"
-	errDecrypt        = "cannot decrypt the snapshot to restore"
+	errFmtRestoreSize = "the snapshot to restore has %d bytes, not the %d its metadata records"
+	errFmtRestoreSum  = "the snapshot to restore has SHA-256 %s, not the %s its metadata records: the object was changed or damaged"
+	errIdentity       = "the age identity to decrypt the backup with does not parse"
+	errDecrypt        = "cannot decrypt the backup with the identity given"
+	errStalled        = "the object store stopped sending the snapshot"
 	errFmtEtcdutl     = "etcdutl snapshot restore failed: %s"
 	errRestoreFiles   = "cannot prepare the restored data directory"
 )
+
+// ChecksSnapshots says that a local machine checks the snapshot it restores from (see
+// download, and etcdutl's restore checks etcd's own checksum): the provider need not read it
+// first.
+func (b *Backend) ChecksSnapshots() bool { return true }
 
 // restore fills a new member's data directory from the snapshot cfg.Restore names: it
 // downloads the snapshot into the machine's directory (checking its size and SHA-256 as the
@@ -59,17 +70,22 @@ func (b *Backend) restore(ctx context.Context, dir string, r record, cfg machine
 	if err := os.RemoveAll(restoring); err != nil {
 		return errors.Wrap(err, errRestoreFiles)
 	}
-	if err := download(ctx, cfg.Restore, snap); err != nil {
+	if err := download(ctx, cfg.Restore, snap, stallTimeout); err != nil {
 		return err
 	}
-	// Downloaded while the provider checked the backup; nothing starts before it passed.
+	// Downloaded while the provider checked the backup, if it did; nothing starts before
+	// that check passed.
 	if check := cfg.Restore.Checked; check != nil {
 		if err := check(ctx); err != nil {
 			return err
 		}
 	}
+	// etcdutl's hash check would read the whole snapshot once more for nothing: its bytes
+	// are the ones the backup stored (download checked their SHA-256 against the metadata,
+	// and age authenticates what it decrypts), and etcd's own hash of them was checked as
+	// they streamed into the backup. etcdutl still strips that hash.
 	args := []string{
-		"snapshot", "restore", snap,
+		"snapshot", "restore", snap, "--skip-hash-check",
 		"--name=" + r.Name,
 		"--data-dir=" + restoring,
 		"--initial-cluster=" + cfg.InitialCluster,
@@ -89,10 +105,14 @@ func (b *Backend) restore(ctx context.Context, dir string, r record, cfg machine
 }
 
 // download copies the snapshot at src.URL to path, and checks it is the one the provider
-// checked. The URL is never part of an error: it is a credential while it lasts.
-func download(ctx context.Context, src *machines.RestoreSource, path string) error {
+// described, failing when no byte arrives for stallAfter: a snapshot with other bytes, or one the identity does not decrypt, is refused
+// (a machines.RefusedSnapshotError). The URL is never part of an error: it is a credential
+// while it lasts.
+func download(ctx context.Context, src *machines.RestoreSource, path string, stallAfter time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
 	defer cancel()
+	ctx, stall := context.WithCancelCause(ctx)
+	defer stall(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.URL, nil)
 	if err != nil {
 		return errors.New(errDownload)
@@ -112,42 +132,66 @@ func download(ctx context.Context, src *machines.RestoreSource, path string) err
 	defer f.Close() //nolint:errcheck // Closed below when it counts.
 	h := sha256.New()
 	// One byte more than expected tells a longer object from the right one.
-	body := &countingReader{r: io.TeeReader(io.LimitReader(rsp.Body, src.Size+1), h)}
+	body := &watchedReader{r: io.TeeReader(io.LimitReader(rsp.Body, src.Size+1), h),
+		stall: time.AfterFunc(stallAfter, func() { stall(errors.New(errStalled)) }), after: stallAfter}
+	defer body.stall.Stop()
+	failed := func(err error) error {
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			return errors.Wrap(cause, errDownload)
+		}
+		if body.err != nil {
+			return errors.Wrap(body.err, errDownload)
+		}
+		// The bytes arrived, and decryption refused them.
+		return &machines.RefusedSnapshotError{Reason: errors.Wrap(err, errDecrypt)}
+	}
 	var plain io.Reader = body
 	if src.AgeIdentity != "" {
 		ids, err := age.ParseIdentities(strings.NewReader(src.AgeIdentity))
 		if err != nil {
-			return errors.New(errIdentity)
+			return &machines.RefusedSnapshotError{Reason: errors.New(errIdentity)}
 		}
 		if plain, err = age.Decrypt(body, ids...); err != nil {
-			return errors.Wrap(err, errDecrypt)
+			return failed(err)
 		}
 	}
-	if _, err := io.Copy(f, plain); err != nil {
-		return errors.Wrap(err, errDownload)
+	// Through a plain Writer, so that the copy uses copyBuffer (os.File's ReadFrom would use
+	// 32 KiB).
+	if _, err := io.CopyBuffer(struct{ io.Writer }{f}, plain, make([]byte, copyBuffer)); err != nil {
+		return failed(err)
 	}
 	// What decryption left unread counts too.
 	if _, err := io.Copy(io.Discard, body); err != nil {
-		return errors.Wrap(err, errDownload)
+		return failed(err)
 	}
-	n := body.n
-	if n != src.Size {
-		return errors.Errorf(errFmtRestoreSize, n, src.Size)
+	if n := body.n; n != src.Size {
+		return &machines.RefusedSnapshotError{Reason: errors.Errorf(errFmtRestoreSize, n, src.Size)}
 	}
 	if sum := hex.EncodeToString(h.Sum(nil)); sum != src.SHA256 {
-		return errors.Errorf(errFmtRestoreSum, sum, src.SHA256)
+		return &machines.RefusedSnapshotError{Reason: errors.Errorf(errFmtRestoreSum, sum, src.SHA256)}
 	}
 	return errors.Wrap(f.Close(), errRestoreFiles)
 }
 
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
+// watchedReader counts the bytes read through it, keeps the error of its source (a transport
+// failure, as opposed to what a reader on top of it makes of the bytes), and resets stall
+// whenever bytes arrive.
+type watchedReader struct {
+	r     io.Reader
+	n     int64
+	err   error
+	stall *time.Timer
+	after time.Duration
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
+func (w *watchedReader) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	w.n += int64(n)
+	if n > 0 {
+		w.stall.Reset(w.after)
+	}
+	if err != nil && err != io.EOF { //nolint:errorlint // io.EOF is returned unwrapped, by contract.
+		w.err = err
+	}
 	return n, err
 }

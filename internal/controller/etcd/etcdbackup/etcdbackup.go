@@ -27,6 +27,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/etcd/backup"
+	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
 const (
@@ -40,11 +41,16 @@ const (
 	errFmtChanged      = "the backup's metadata now records SHA-256 %s, but %s was stored: the objects were replaced outside the provider"
 	errFmtSnapshotGone = "the backup's metadata is there but its snapshot %s is not (or has another size): it was deleted or replaced outside the provider"
 	errList            = "cannot look for the backup's snapshot"
+	errFmtWaits        = "waiting to take the snapshot: namespace %s streams another backup already, or the provider streams %d at once; retrying"
 
 	reasonBackedUp = event.Reason("BackedUp")
 
-	// reconcileTimeout bounds a reconcile: Create streams the whole database into the bucket.
+	// reconcileTimeout bounds a reconcile: Create streams the whole database into the bucket
+	// (in one of a few turns, see transfers.InReconcile, so that the controller's other
+	// workers reconcile meanwhile).
 	reconcileTimeout = 30 * time.Minute
+	// readTimeout bounds Observe and Delete, which read and delete a few objects.
+	readTimeout = 2 * time.Minute
 )
 
 // Kind is the managed resource kind this package reconciles.
@@ -70,6 +76,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			},
 			newCluster: etcdclient.New,
 			record:     managedcontroller.Recorder(mgr, Kind),
+			transfers:  o.ReconcileTransfers(),
 		}),
 		// The key is the EtcdBackup's own (its namespace's prefix, its name, its UID's tag): a
 		// create cut short is retried under the same key, and its unfinished upload aborted.
@@ -89,6 +96,7 @@ type connector struct {
 	newObjects func(s3.Config) (s3.Objects, error)
 	newCluster clusterFactory
 	record     event.Recorder
+	transfers  *transfers.Limiter
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdBackup) (managed.TypedExternalClient[*v1alpha1.EtcdBackup], error) {
@@ -101,7 +109,7 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdBackup) (manag
 		return nil, errors.Wrap(err, errS3Client)
 	}
 	st := backup.Store{Objects: objs, Bucket: loc.Bucket, Prefix: loc.Prefix, Owner: string(cr.GetUID())}
-	return &external{kube: c.kube, store: st, newCluster: c.newCluster, record: c.record, now: time.Now}, nil
+	return &external{kube: c.kube, store: st, newCluster: c.newCluster, record: c.record, transfers: c.transfers, now: time.Now}, nil
 }
 
 type external struct {
@@ -109,10 +117,14 @@ type external struct {
 	store      backup.Store
 	newCluster clusterFactory
 	record     event.Recorder
+	transfers  *transfers.Limiter
 	now        func() time.Time
 }
 
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.EtcdBackup) (managed.ExternalObservation, error) {
+	// Reads of a few bytes: they get far less than the reconcile's timeout, which is Create's.
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	key := e.store.Key(cr.GetName())
 	md, err := backup.Describe(ctx, e.store, key)
 	if s3.IsNoSuchKey(err) {
@@ -186,6 +198,11 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.EtcdBackup) (managed
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
+	release, ok := e.transfers.TryAcquire(cr.GetNamespace())
+	if !ok {
+		return managed.ExternalCreation{}, errors.Errorf(errFmtWaits, cr.GetNamespace(), e.transfers.Slots())
+	}
+	defer release()
 	cl, err := e.newCluster(ctx, []string{from.ClientURL}, tlsCfg)
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errConnect)
@@ -233,6 +250,8 @@ func (e *external) Update(_ context.Context, _ *v1alpha1.EtcdBackup) (managed.Ex
 
 // Delete deletes the snapshot and its metadata.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.EtcdBackup) (managed.ExternalDelete, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	return managed.ExternalDelete{}, backup.Remove(ctx, e.store, e.store.Key(cr.GetName()))
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
 	"github.com/stackservices/provider-stackservices/internal/etcd"
 	"github.com/stackservices/provider-stackservices/internal/etcd/backup"
+	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
 const (
@@ -102,39 +103,25 @@ type backupResult struct {
 type backups struct {
 	newObjects func(s3.Config) (s3.Objects, error)
 	newCluster clusterFactory
-	slots      chan struct{}
+	turns      *transfers.Limiter
 
-	mu         sync.Mutex
-	base       context.Context // The manager's: jobs stop when the provider does.
-	running    map[types.UID]*runningJob
-	results    map[types.UID]backupResult
-	namespaces map[string]chan struct{}
-	wg         sync.WaitGroup
+	mu      sync.Mutex
+	base    context.Context // The manager's: jobs stop when the provider does.
+	running map[types.UID]*runningJob
+	results map[types.UID]backupResult
+	wg      sync.WaitGroup
 }
 
 // A runningJob is a job in progress, and how to stop it.
 type runningJob struct{ cancel context.CancelFunc }
 
-// namespaceSlot is the one slot of a namespace's backups.
-func (b *backups) namespaceSlot(ns string) chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s, ok := b.namespaces[ns]
-	if !ok {
-		s = make(chan struct{}, 1)
-		b.namespaces[ns] = s
-	}
-	return s
-}
-
 func newBackups(slots int, newObjects func(s3.Config) (s3.Objects, error), newCluster clusterFactory) *backups {
 	return &backups{
 		newObjects: newObjects,
 		newCluster: newCluster,
-		slots:      make(chan struct{}, max(slots, 1)),
+		turns:      transfers.New(slots),
 		running:    map[types.UID]*runningJob{},
 		results:    map[types.UID]backupResult{},
-		namespaces: map[string]chan struct{}{},
 	}
 }
 
@@ -204,18 +191,14 @@ func (b *backups) start(j backupJob) bool {
 
 func (b *backups) run(ctx context.Context, j backupJob) backupResult {
 	r := backupResult{started: j.request.Now}
-	// The namespace's turn first, then a slot: the clusters of one namespace (one tenant,
-	// whose object store may be slow or hostile) never hold more than one slot, so that other
-	// namespaces' backups always get through.
-	for _, slot := range []chan struct{}{b.namespaceSlot(j.namespace), b.slots} {
-		select {
-		case slot <- struct{}{}:
-			defer func() { <-slot }()
-		case <-ctx.Done():
-			r.err = errors.New(errBackupsStopped)
-			return r
-		}
+	// The clusters of one namespace (one tenant, whose object store may be slow or hostile)
+	// never hold more than one slot, so that other namespaces' backups always get through.
+	release, err := b.turns.Acquire(ctx, j.namespace)
+	if err != nil {
+		r.err = errors.New(errBackupsStopped)
+		return r
 	}
+	defer release()
 	objs, err := b.newObjects(j.s3)
 	if err != nil {
 		r.err = errors.Wrap(err, errS3Client)

@@ -35,6 +35,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/etcd"
 	"github.com/stackservices/provider-stackservices/internal/machines"
+	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
 const (
@@ -97,6 +98,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			record:     managedcontroller.Recorder(mgr, Kind),
 			backups:    b,
 			newObjects: newObjects,
+			transfers:  o.ReconcileTransfers(),
 		}),
 		// A bootstrap from a backup streams the backup to each member first.
 		managed.WithTimeout(reconcileTimeout),
@@ -150,6 +152,7 @@ type connector struct {
 	record     event.Recorder
 	backups    *backups
 	newObjects func(s3.Config) (s3.Objects, error)
+	transfers  *transfers.Limiter
 }
 
 func (c *connector) Connect(_ context.Context, cr *v1alpha1.EtcdCluster) (managed.TypedExternalClient[*v1alpha1.EtcdCluster], error) {
@@ -163,7 +166,7 @@ func (c *connector) Connect(_ context.Context, cr *v1alpha1.EtcdCluster) (manage
 	default:
 		return nil, errors.Errorf(errFmtMachineType, t)
 	}
-	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, backups: c.backups, newObjects: c.newObjects, now: time.Now, sleep: sleepCtx}, nil
+	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, backups: c.backups, newObjects: c.newObjects, transfers: c.transfers, now: time.Now, sleep: sleepCtx}, nil
 }
 
 type external struct {
@@ -173,8 +176,10 @@ type external struct {
 	record     event.Recorder
 	backups    *backups
 	newObjects func(s3.Config) (s3.Objects, error)
-	now        func() time.Time
-	sleep      func(context.Context, time.Duration) error
+	// transfers gives a restore its turn to stream the backup into the new members.
+	transfers *transfers.Limiter
+	now       func() time.Time
+	sleep     func(context.Context, time.Duration) error
 
 	// What the last observation found, for Update to act on.
 	seen *observation
@@ -314,6 +319,12 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 	cr.Status.AtProvider.CASecretName = authority.SecretName(cr)
 	var restore *machines.RestoreSource
 	if cr.Spec.ForProvider.Restore != nil {
+		// The members stream the backup in this reconcile: it waits for its namespace's turn.
+		release, ok := e.transfers.TryAcquire(cr.GetNamespace())
+		if !ok {
+			return managed.ExternalCreation{}, errors.Errorf(errFmtRestoreWaits, cr.GetNamespace(), e.transfers.Slots())
+		}
+		defer release()
 		if restore, err = e.restoreSource(ctx, cr, s); err != nil {
 			return managed.ExternalCreation{}, err
 		}

@@ -223,10 +223,10 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s se
 		})
 	}
 	wg.Wait()
-	if restore != nil && restore.Checked != nil {
-		if err := restore.Checked(ctx); err != nil {
-			// The backup cannot be restored: no member started from it. The machines go, so
-			// that nothing is left of the attempt.
+	if restore != nil {
+		if err := refusedRestore(ctx, restoredKey(cr), restore, errs); err != nil {
+			// The backup cannot be restored. The machines go, so that nothing is left of the
+			// attempt.
 			for _, m := range ms {
 				_ = e.machines.Delete(ctx, key, m.Name)
 			}

@@ -22,11 +22,13 @@ import (
 const (
 	errFmtRestoreFind    = "cannot find the backup spec.forProvider.restore names: %v"
 	errFmtRestoreCheck   = "backup %s cannot be restored, and nothing was started: %v"
+	errFmtRestoreRefused = "backup %s cannot be restored, and the machines of the attempt were deleted: %v"
 	errFmtRestoreVersion = "backup %s is of etcd %s: restore it into %d.%d or %d.%d (etcd moves one minor version at a time, never back), not %s"
 	errRestorePresign    = "cannot make the URL the members read the backup from"
 	errGetIdentity       = "cannot get the Secret spec.forProvider.restore.decryption.identitySecretRef names"
 	errFmtNoIdentity     = "the key %s of the Secret %s holds no age identity (AGE-SECRET-KEY-1...)"
 	errFmtBackupNotTaken = "the EtcdBackup %s has not stored its snapshot yet"
+	errFmtRestoreWaits   = "waiting to restore: namespace %s streams another backup already, or the provider streams %d at once; retrying"
 
 	// restoreURLTTL is how long the URL members fetch the backup from works: long enough for
 	// every member to start its download, short enough to be worthless soon after.
@@ -35,9 +37,11 @@ const (
 
 // restoreSource finds the backup the spec names, checks that the cluster's version can run
 // it, and returns where the members fetch it from (a pre-signed URL, so that no member ever
-// holds S3 credentials) with the check of the backup whole (size and SHA-256 against its
-// metadata, decryption, etcd's own checksum) as the source's Checked: members may fetch the
-// backup while the check runs, and nothing starts unless it passes.
+// holds S3 credentials). The backup is checked whole (size and SHA-256 against its metadata,
+// decryption, etcd's own checksum) before anything starts from it: by the machines
+// themselves as they fetch it when the backend is a machines.SnapshotChecker, else by the
+// provider, as the source's Checked (members may fetch the backup meanwhile, and nothing
+// starts unless it passes).
 func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, s settings) (*machines.RestoreSource, error) {
 	r := cr.Spec.ForProvider.Restore
 	var loc backup.Location
@@ -82,11 +86,8 @@ func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, 
 	if err != nil {
 		return nil, err
 	}
-	check := func(ctx context.Context) error {
-		if err := backup.Check(ctx, st, md, ids...); err != nil {
-			return errors.Errorf(errFmtRestoreCheck, md.Key, err)
-		}
-		return nil
+	if err := backup.Decryptable(md, ids...); err != nil {
+		return nil, errors.Errorf(errFmtRestoreCheck, md.Key, err)
 	}
 	url, err := objs.PresignGet(ctx, loc.Bucket, md.Key, restoreURLTTL)
 	if err != nil {
@@ -99,10 +100,18 @@ func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, 
 	// Written now: crossplane-runtime re-reads the resource after Create (to record the
 	// external name), which drops status set in memory.
 	e.patchAtProvider(ctx, cr, map[string]any{"restoredFrom": cr.Status.AtProvider.RestoredFrom})
-	return &machines.RestoreSource{
+	src := &machines.RestoreSource{
 		URL: url, Size: md.Size, SHA256: md.SHA256, BumpRevision: uint64(bump), AgeIdentity: identity, //nolint:gosec // At least 1 by admission.
-		Checked: onceChecked(ctx, check),
-	}, nil
+	}
+	if !machines.ChecksSnapshots(e.machines) {
+		src.Checked = onceChecked(ctx, func(ctx context.Context) error {
+			if err := backup.Check(ctx, st, md, ids...); err != nil {
+				return errors.Errorf(errFmtRestoreCheck, md.Key, err)
+			}
+			return nil
+		})
+	}
+	return src, nil
 }
 
 // restoreIdentity reads the age identity spec.forProvider.restore.decryption names, from a
@@ -158,4 +167,29 @@ func onceChecked(ctx context.Context, check func(context.Context) error) func(co
 			return wctx.Err()
 		}
 	}
+}
+
+// refusedRestore is why the backup (key) a bootstrap restores from cannot be restored, if it cannot:
+// the provider's check failed (no member started from it), or a machine refused its copy.
+func refusedRestore(ctx context.Context, key string, src *machines.RestoreSource, startErrs []error) error {
+	if src.Checked != nil {
+		if err := src.Checked(ctx); err != nil {
+			return err
+		}
+	}
+	var refused *machines.RefusedSnapshotError
+	for _, err := range startErrs {
+		if errors.As(err, &refused) {
+			return errors.Errorf(errFmtRestoreRefused, key, refused.Reason)
+		}
+	}
+	return nil
+}
+
+// restoredKey is the key of the backup the cluster was restored from, if it was.
+func restoredKey(cr *v1alpha1.EtcdCluster) string {
+	if r := cr.Status.AtProvider.RestoredFrom; r != nil {
+		return r.Key
+	}
+	return ""
 }
