@@ -1,0 +1,87 @@
+package etcdcluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/transfers"
+)
+
+// TestUpdate: Update carries out the planner's steps on the cluster until it is as the spec
+// says: a scale-out adds each member as a learner, starts it into the existing cluster and
+// promotes it; a scale-in removes members one at a time and deletes their machines; a cluster
+// at rest is left alone and reported Available.
+func TestUpdate(t *testing.T) {
+	cases := map[string]struct {
+		from, to    int32
+		wantChanges []string
+		wantVoters  []string
+		wantDeleted []string
+	}{
+		"AtRest":   {from: 3, to: 3, wantVoters: []string{"db-0", "db-1", "db-2"}},
+		"ScaleOut": {from: 1, to: 3, wantChanges: []string{"add learner https://127.0.9.2:2380", "promote db-1", "add learner https://127.0.9.3:2380", "promote db-2"}, wantVoters: []string{"db-0", "db-1", "db-2"}},
+		"ScaleIn":  {from: 3, to: 1, wantChanges: []string{"remove db-1", "remove db-2"}, wantVoters: []string{"db-0"}, wantDeleted: []string{"db-1", "db-2"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			sim := newSimulated()
+			e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
+				now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
+			cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: tc.from})
+			cr.SetUID("uid")
+			if _, err := e.Create(ctx, cr); err != nil {
+				t.Fatal(err)
+			}
+			sim.changes = nil
+			cr.Spec.ForProvider.Members = tc.to
+			for i := 0; ; i++ {
+				o, err := e.Observe(ctx, cr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.ResourceUpToDate {
+					break
+				}
+				if i == 10 {
+					t.Fatalf("still not up to date after %d updates: %s", i, cr.Status.AtProvider.NextStep)
+				}
+				if _, err := e.Update(ctx, cr); err != nil {
+					t.Fatalf("Update() = %v", err)
+				}
+			}
+			if diff := cmp.Diff(tc.wantChanges, sim.changes); diff != "" {
+				t.Errorf("membership changes -want +got:\n%s", diff)
+			}
+			var voters []string
+			for _, m := range sim.members {
+				if !m.IsLearner {
+					voters = append(voters, m.Name)
+				}
+			}
+			slices.Sort(voters)
+			if diff := cmp.Diff(tc.wantVoters, voters); diff != "" {
+				t.Errorf("voters -want +got:\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantDeleted, sim.deleted); diff != "" {
+				t.Errorf("deleted machines -want +got:\n%s", diff)
+			}
+			for n, cfg := range sim.started {
+				if n != "db-0" && tc.to > tc.from && (cfg.InitialClusterState != "existing" || strings.Count(cfg.InitialCluster, "=https://") < 2) {
+					t.Errorf("%s joined with state %q and initial cluster %q, want existing with the members before it", n, cfg.InitialClusterState, cfg.InitialCluster)
+				}
+			}
+			if c := cr.GetCondition(xpv2.TypeReady); c.Reason != xpv2.ReasonAvailable {
+				t.Errorf("Ready condition %s (%s), want Available", c.Reason, c.Message)
+			}
+		})
+	}
+}
