@@ -66,7 +66,7 @@ type clusterFactory func(ctx context.Context, endpoints []string, cfg *tls.Confi
 // Setup adds a controller that reconciles EtcdBackups.
 func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	return managedcontroller.Setup(mgr, o, Kind,
-		managed.WithTypedExternalConnector[*v1alpha1.EtcdBackup](&connector{
+		managedcontroller.WithExternalConnector[*v1alpha1.EtcdBackup](&connector{
 			kube: mgr.GetClient(),
 			newObjects: func(c s3.Config) (s3.Objects, error) {
 				if o.WrapTransport != nil {

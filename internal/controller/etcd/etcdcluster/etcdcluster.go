@@ -91,7 +91,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 		return errors.Wrap(err, errAddBackups)
 	}
 	return managedcontroller.Setup(mgr, o, Kind,
-		managed.WithTypedExternalConnector[*v1alpha1.EtcdCluster](&connector{
+		managedcontroller.WithExternalConnector[*v1alpha1.EtcdCluster](&connector{
 			kube:       mgr.GetClient(),
 			local:      o.LocalMachines,
 			newCluster: etcdclient.New,

@@ -67,7 +67,7 @@ var Kind = managedcontroller.Kind{
 // Setup adds a controller that reconciles SecurityGroups.
 func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	return managedcontroller.Setup(mgr, o, Kind,
-		managed.WithTypedExternalConnector[*v1alpha1.SecurityGroup](&connector{
+		managedcontroller.WithExternalConnector[*v1alpha1.SecurityGroup](&connector{
 			openstack: o.OpenStack,
 			record:    managedcontroller.Recorder(mgr, Kind),
 		}),

@@ -69,7 +69,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 		o.Logger.Info("Cannot watch Nodes: SecurityGroupAttachments follow node changes at the next poll only. Grant the provider's service account get, list and watch on nodes.")
 	}
 	return managedcontroller.SetupWithWatches(mgr, o, Kind, watches,
-		managed.WithTypedExternalConnector[*v1alpha1.SecurityGroupAttachment](&connector{
+		managedcontroller.WithExternalConnector[*v1alpha1.SecurityGroupAttachment](&connector{
 			openstack: o.OpenStack,
 			local:     nodes,
 			remote:    newRemoteClusters(mgr.GetClient()),
@@ -255,7 +255,13 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttach
 		return managed.ExternalObservation{ResourceExists: stillAttached(o.ports, o.sg, o.previous)}, nil
 	}
 
-	exists := !meta.GetExternalCreateSucceeded(cr).IsZero() || len(o.recorded) > 0
+	// The attachment exists once Create ran, or once a server carries the group as status
+	// recorded it (a create whose annotation was lost). Servers status lists as merely
+	// planned do not count: Observe records them itself, and an attachment whose management
+	// policies leave out Create must stay absent.
+	exists := !meta.GetExternalCreateSucceeded(cr).IsZero() || slices.ContainsFunc(o.recorded, func(s v1alpha1.AttachedServer) bool {
+		return s.State == v1alpha1.ServerAttached
+	})
 	cr.Status.AtProvider.Servers = o.plan.servers
 	cr.Status.AtProvider.UnmatchedNodes = unmatched
 	if o.plan.upToDate() || cr.Status.AtProvider.SecurityGroupID == "" {

@@ -57,7 +57,7 @@ var Kind = managedcontroller.Kind{
 // Setup adds a controller that reconciles Buckets.
 func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	return managedcontroller.Setup(mgr, o, Kind,
-		managed.WithTypedExternalConnector[*v1alpha1.Bucket](&connector{
+		managedcontroller.WithExternalConnector[*v1alpha1.Bucket](&connector{
 			kube:   mgr.GetClient(),
 			record: managedcontroller.Recorder(mgr, Kind),
 			newClient: func(c s3.Config) (s3.Buckets, error) {

@@ -52,7 +52,7 @@ var Kind = managedcontroller.Kind{
 // Setup adds a controller that reconciles Contracts.
 func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	return managedcontroller.Setup(mgr, o, Kind,
-		managed.WithTypedExternalConnector[*v1alpha1.Contract](&connector{
+		managedcontroller.WithExternalConnector[*v1alpha1.Contract](&connector{
 			openstack: o.OpenStack,
 			tenancy:   tenancy.NewChecker(mgr.GetClient()),
 			record:    managedcontroller.Recorder(mgr, Kind),
