@@ -858,17 +858,11 @@ cmd_install_provider() {
 	log "pushed $(registry)/${PROVIDER_REPOSITORY}:${tag} (${digest})"
 	apply_package Provider "${PROVIDER_NAME}" "${E2E_PROVIDER_SOURCE}:${tag}" "${digest}"
 	rev=$(revision_name "${PROVIDER_NAME}" "${digest}" "$(generation_of provider "${PROVIDER_NAME}")")
-	# safe-start: the provider's managed resources stay inactive MRDs (no CRD) until a policy
-	# activates them.
-	kubectl_ apply -f - >/dev/null <<-EOF
-		apiVersion: apiextensions.crossplane.io/v1alpha1
-		kind: ManagedResourceActivationPolicy
-		metadata:
-		  name: stackservices
-		spec:
-		  activate:
-		  - "*.stackservices.io"
-	EOF
+	# What a platform team applies next to the Provider (examples/provider): the activation
+	# policy (safe-start: the managed resources stay inactive MRDs, with no CRD, until a policy
+	# activates them), and the ServiceAccount, runtime config and Node reader role.
+	kubectl_ apply -f "${REPO_ROOT}/examples/provider/activation.yaml" \
+		-f "${REPO_ROOT}/examples/provider/runtime.yaml" >/dev/null
 	cat >"${INSTALLED}/provider.env" <<-EOF
 		KIND=provider
 		NAME=${PROVIDER_NAME}

@@ -2,7 +2,7 @@
 # cluster/test.sh: everything `make test` runs, with the real servers it needs.
 #
 # Runs the unit tests and renders the configuration's Compositions offline with `crossplane
-# render` (test/render); brings up (building on first use) the Kubernetes binaries the
+# composition render` (test/render); brings up (building on first use) the Kubernetes binaries the
 # integration tests start per run, the etcd versions the EtcdCluster tests run, the local
 # OpenStack (Keystone, Neutron, Swift with S3) and versitygw (a second S3 server); runs the
 # integration tests against the real servers, the package build and the end-to-end tests

@@ -2,7 +2,7 @@
 
 // Package e2e tests the packages the way users meet them: the provider and configuration
 // packages installed by a real Crossplane from a registry, a ClusterProviderConfig, and the
-// claims of examples/claims applied in an app namespace. `make e2e` (called by `make test`)
+// composites of examples/claims applied in an app namespace. `make e2e` (called by `make test`)
 // brings Crossplane up with cluster/e2e.sh and runs these tests against it.
 package e2e
 
@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,9 +42,31 @@ import (
 const appNamespace = "shop"
 
 type env struct {
-	kube    client.Client
-	neutron *gophercloud.ServiceClient
-	clouds  []byte
+	kube     client.Client
+	neutron  *gophercloud.ServiceClient
+	clouds   []byte
+	warnings *warnings
+}
+
+// warnings records the API server's warnings (deprecations, unknown fields) that kubectl
+// would print to whoever applies: an example or package object that draws one is a defect.
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.seen
+	w.seen = nil
+	return out
 }
 
 func setup(t *testing.T) *env {
@@ -56,6 +79,8 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w := &warnings{}
+	cfg.WarningHandler = w
 	s := kruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -83,7 +108,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{kube: c, neutron: n, clouds: clouds}
+	return &env{kube: c, neutron: n, clouds: clouds, warnings: w}
 }
 
 // apply creates or updates the objects of a YAML file (several documents allowed).
@@ -104,6 +129,9 @@ func (e *env) apply(t *testing.T, path string) []*unstructured.Unstructured {
 		}
 		if err := e.kube.Apply(harness.Ctx(t), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
 			t.Fatalf("cannot apply %s: %v", path, err)
+		}
+		if w := e.warnings.take(); len(w) > 0 {
+			t.Errorf("applying %s %s of %s drew warnings: %q", u.GetKind(), u.GetName(), path, w)
 		}
 		out = append(out, u)
 	}
@@ -140,15 +168,17 @@ func (e *env) waitReady(t *testing.T, u *unstructured.Unstructured, timeout time
 	return got
 }
 
-// deleteClaim deletes a claim and waits until it is gone (its composed resources with it).
-func (e *env) deleteClaim(t *testing.T, claim *unstructured.Unstructured) {
+// deleteComposite deletes a xr and waits until it is gone (its composed resources with it).
+func (e *env) deleteComposite(t *testing.T, xr *unstructured.Unstructured) {
 	t.Helper()
 	ctx := harness.Ctx(t)
-	if err := e.kube.Delete(ctx, claim); err != nil {
+	// Foreground: the composite goes once what it composed is gone (a bucket deleted in
+	// the backend, say), so that nothing of the test is left behind for the next run.
+	if err := e.kube.Delete(ctx, xr, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 3*time.Minute, "claim "+claim.GetName()+" gone", func() error {
-		err := e.kube.Get(ctx, client.ObjectKeyFromObject(claim), claim.DeepCopy())
+	harness.Eventually(t, 3*time.Minute, "composite "+xr.GetName()+" gone", func() error {
+		err := e.kube.Get(ctx, client.ObjectKeyFromObject(xr), xr.DeepCopy())
 		if err == nil {
 			return fmt.Errorf("still exists")
 		}
@@ -169,9 +199,9 @@ func (e *env) setUp(t *testing.T) {
 	e.apply(t, repo("examples", "providerconfig", "clusterproviderconfig.yaml"))
 }
 
-// TestNodeFirewallClaim applies the NodeFirewall claim of examples/claims, for a node whose
+// TestNodeFirewall applies the NodeFirewall xr of examples/claims, for a node whose
 // "server" (a Neutron port owned by compute:nova) gets the group, changes it, and deletes it.
-func TestNodeFirewallClaim(t *testing.T) {
+func TestNodeFirewall(t *testing.T) {
 	e := setup(t)
 	e.setUp(t)
 	ctx := harness.Ctx(t)
@@ -194,34 +224,37 @@ func TestNodeFirewallClaim(t *testing.T) {
 	t.Cleanup(func() { _ = e.kube.Delete(context.Background(), node) })
 
 	start := time.Now()
-	claim := e.apply(t, repo("examples", "claims", "nodefirewall.yaml"))[0]
-	claim = e.waitReady(t, claim, 3*time.Minute)
-	t.Logf("NodeFirewall: claim apply to Ready in %s", time.Since(start).Round(100*time.Millisecond))
-	sgID, _, _ := unstructured.NestedString(claim.Object, "status", "securityGroupID")
+	xr := e.apply(t, repo("examples", "claims", "nodefirewall.yaml"))[0]
+	xr = e.waitReady(t, xr, 3*time.Minute)
+	t.Logf("NodeFirewall: xr apply to Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	sgID, _, _ := unstructured.NestedString(xr.Object, "status", "securityGroupID")
 	if sgID == "" {
-		t.Fatalf("the claim's status has no securityGroupID: %v", claim.Object["status"])
+		t.Fatalf("the xr's status has no securityGroupID: %v", xr.Object["status"])
 	}
 	sg, err := groups.Get(ctx, e.neutron, sgID).Extract()
 	if err != nil {
-		t.Fatalf("the claim's group is not in Neutron: %v", err)
+		t.Fatalf("the xr's group is not in Neutron: %v", err)
 	}
 	if len(sg.Rules) != 4 {
-		t.Errorf("rules in Neutron: %d, want 4 (2 from the claim, 2 default egress)", len(sg.Rules))
+		t.Errorf("rules in Neutron: %d, want 4 (2 from the xr, 2 default egress)", len(sg.Rules))
 	}
 	waitPortGroups(t, e, port.ID, sgID)
-	servers, _, _ := unstructured.NestedSlice(claim.Object, "status", "attachment", "servers")
+	servers, _, _ := unstructured.NestedSlice(xr.Object, "status", "attachment", "servers")
 	if len(servers) != 1 {
-		t.Errorf("the claim's status.attachment.servers: %v, want the one server", servers)
+		t.Errorf("the xr's status.attachment.servers: %v, want the one server", servers)
 	}
 
-	// Update the claim: a new rule reaches Neutron.
-	claim = claim.DeepCopy()
-	rules, _, _ := unstructured.NestedSlice(claim.Object, "spec", "rules")
+	// Change the rules: a new rule reaches Neutron. A merge patch, as kubectl apply sends:
+	// Crossplane writes to the composite too (its resource references), so a whole-object
+	// update would race it.
+	changed := xr.DeepCopy()
+	rules, _, _ := unstructured.NestedSlice(changed.Object, "spec", "rules")
 	rules = append(rules, map[string]any{"direction": "ingress", "protocol": "udp", "portRangeMin": int64(53), "portRangeMax": int64(53)})
-	_ = unstructured.SetNestedSlice(claim.Object, rules, "spec", "rules")
-	if err := e.kube.Update(ctx, claim); err != nil {
+	_ = unstructured.SetNestedSlice(changed.Object, rules, "spec", "rules")
+	if err := e.kube.Patch(ctx, changed, client.MergeFrom(xr)); err != nil {
 		t.Fatal(err)
 	}
+	xr = changed
 	harness.Eventually(t, 2*time.Minute, "the new rule in Neutron", func() error {
 		sg, err := groups.Get(ctx, e.neutron, sgID).Extract()
 		if err != nil {
@@ -233,8 +266,8 @@ func TestNodeFirewallClaim(t *testing.T) {
 		return nil
 	})
 
-	// Delete the claim: the group is detached and deleted.
-	if err := e.kube.Delete(ctx, claim); err != nil {
+	// Delete the xr: the group is detached and deleted.
+	if err := e.kube.Delete(ctx, xr); err != nil {
 		t.Fatal(err)
 	}
 	waitPortGroups(t, e, port.ID)
@@ -264,21 +297,21 @@ func waitPortGroups(t *testing.T, e *env, portID string, want ...string) {
 	})
 }
 
-// TestObjectBucketClaim applies the ObjectBucket claim of examples/claims, uses the Secret the
-// app namespace gets with an S3 SDK, and checks that deleting the claim keeps the bucket.
-func TestObjectBucketClaim(t *testing.T) {
+// TestObjectBucket applies the ObjectBucket xr of examples/claims, uses the Secret the
+// app namespace gets with an S3 SDK, and checks that deleting the xr keeps the bucket.
+func TestObjectBucket(t *testing.T) {
 	e := setup(t)
 	e.setUp(t)
 	ctx := harness.Ctx(t)
 
 	start := time.Now()
-	claim := e.apply(t, repo("examples", "claims", "objectbucket.yaml"))[0]
-	claim = e.waitReady(t, claim, 3*time.Minute)
-	t.Logf("ObjectBucket: claim apply to Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	xr := e.apply(t, repo("examples", "claims", "objectbucket.yaml"))[0]
+	xr = e.waitReady(t, xr, 3*time.Minute)
+	t.Logf("ObjectBucket: xr apply to Ready in %s", time.Since(start).Round(100*time.Millisecond))
 
 	sec := &corev1.Secret{}
 	harness.Eventually(t, time.Minute, "the app's Secret", func() error {
-		if err := e.kube.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: claim.GetName() + "-s3"}, sec); err != nil {
+		if err := e.kube.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: xr.GetName() + "-s3"}, sec); err != nil {
 			return err
 		}
 		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "BUCKET_NAME", "S3_ENDPOINT", "AWS_REGION"} {
@@ -297,8 +330,8 @@ func TestObjectBucketClaim(t *testing.T) {
 		t.Fatalf("an app cannot use the Secret: %v", err)
 	}
 
-	// Delete the claim: Retain is the default, so the bucket and its object stay.
-	e.deleteClaim(t, claim)
+	// Delete the xr: Retain is the default, so the bucket and its object stay.
+	e.deleteComposite(t, xr)
 	admin, err := s3ForDemo(t, e)
 	if err != nil {
 		t.Fatal(err)
@@ -310,14 +343,52 @@ func TestObjectBucketClaim(t *testing.T) {
 	_ = admin.DeleteBucket(ctx, bucket)
 }
 
-// TestClaimSaysWhyItIsNotReady asks for what the backend cannot do (a bucket policy on Swift)
-// and checks that the claim's status carries the managed resource's explanation.
-func TestClaimSaysWhyItIsNotReady(t *testing.T) {
+// TestPackagesApplyWithoutWarnings applies (server-side, dry run) every object the packages
+// and examples/provider hold to the real API server and fails on any warning it answers with:
+// a deprecated API (legacy v1 XRDs, say) would print one at every apply.
+func TestPackagesApplyWithoutWarnings(t *testing.T) {
+	e := setup(t)
+	ctx := harness.Ctx(t)
+	files, _ := filepath.Glob(repo("package", "configuration", "apis", "*", "*.yaml"))
+	more, _ := filepath.Glob(repo("examples", "provider", "*.yaml"))
+	files = append(append(files, repo("package", "configuration", "activation.yaml")), more...)
+	applied := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f) //nolint:gosec // The repository's own files.
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if err := e.kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("e2e-dry-run"), client.ForceOwnership, client.DryRunAll); err != nil {
+				t.Errorf("%s %s of %s: %v", u.GetKind(), u.GetName(), f, err)
+			}
+			applied++
+			if w := e.warnings.take(); len(w) > 0 {
+				t.Errorf("%s %s of %s drew warnings: %q", u.GetKind(), u.GetName(), f, w)
+			}
+		}
+	}
+	// 3 XRDs, 3 Compositions, the package's policy and the 7 objects of examples/provider.
+	if applied < 14 {
+		t.Errorf("applied %d objects, want at least 14", applied)
+	}
+}
+
+// TestCompositeSaysWhyItIsNotReady asks for what the backend cannot do (a bucket policy on Swift)
+// and checks that the xr's status carries the managed resource's explanation.
+func TestCompositeSaysWhyItIsNotReady(t *testing.T) {
 	e := setup(t)
 	e.setUp(t)
 	ctx := harness.Ctx(t)
 
-	claim := &unstructured.Unstructured{Object: map[string]any{
+	xr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "platform.stackservices.io/v1alpha1",
 		"kind":       "ObjectBucket",
 		"metadata":   map[string]any{"name": "with-policy", "namespace": appNamespace},
@@ -329,12 +400,12 @@ func TestClaimSaysWhyItIsNotReady(t *testing.T) {
 			},
 		},
 	}}
-	if err := e.kube.Create(ctx, claim); err != nil {
+	if err := e.kube.Create(ctx, xr); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 3*time.Minute, "the claim explains why it is not Ready", func() error {
-		got := claim.DeepCopy()
-		if err := e.kube.Get(ctx, client.ObjectKeyFromObject(claim), got); err != nil {
+	harness.Eventually(t, 3*time.Minute, "the xr explains why it is not Ready", func() error {
+		got := xr.DeepCopy()
+		if err := e.kube.Get(ctx, client.ObjectKeyFromObject(xr), got); err != nil {
 			return err
 		}
 		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "bucket", "conditions")
@@ -346,5 +417,5 @@ func TestClaimSaysWhyItIsNotReady(t *testing.T) {
 		}
 		return fmt.Errorf("status.bucket.conditions: %v", conds)
 	})
-	e.deleteClaim(t, claim)
+	e.deleteComposite(t, xr)
 }

@@ -22,23 +22,23 @@ import (
 	"github.com/stackservices/provider-stackservices/test/harness"
 )
 
-// TestEtcdDatabaseClaim applies the EtcdDatabase claim of examples/claims, uses the Secret the
-// app namespace gets with clientv3 over TLS, scales the claim down (after the backup a
-// scale-in waits for) and sees the membership follow, and deletes the claim: the cluster goes
-// with it, its backups stay, and a new claim is made from them.
-func TestEtcdDatabaseClaim(t *testing.T) {
+// TestEtcdDatabase applies the EtcdDatabase xr of examples/claims, uses the Secret the
+// app namespace gets with clientv3 over TLS, scales the xr down (after the backup a
+// scale-in waits for) and sees the membership follow, and deletes the xr: the cluster goes
+// with it, its backups stay, and a new xr is made from them.
+func TestEtcdDatabase(t *testing.T) {
 	e := setup(t)
 	e.setUp(t)
 	ctx := harness.Ctx(t)
 
 	start := time.Now()
-	claim := e.apply(t, repo("examples", "claims", "etcddatabase.yaml"))[0]
-	claim = e.waitReady(t, claim, 3*time.Minute)
-	t.Logf("EtcdDatabase: claim apply to Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	xr := e.apply(t, repo("examples", "claims", "etcddatabase.yaml"))[0]
+	xr = e.waitReady(t, xr, 3*time.Minute)
+	t.Logf("EtcdDatabase: xr apply to Ready in %s", time.Since(start).Round(100*time.Millisecond))
 
 	sec := &corev1.Secret{}
 	harness.Eventually(t, time.Minute, "the app's Secret", func() error {
-		if err := e.kube.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: claim.GetName() + "-etcd"}, sec); err != nil {
+		if err := e.kube.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: xr.GetName() + "-etcd"}, sec); err != nil {
 			return err
 		}
 		for _, k := range []string{"endpoints", "ca.crt", "tls.crt", "tls.key"} {
@@ -57,13 +57,13 @@ func TestEtcdDatabaseClaim(t *testing.T) {
 		t.Fatalf("an app cannot use the Secret: %v", err)
 	}
 
-	// The claim's change reaches the cluster: 3 members down to 1.
+	// The xr's change reaches the cluster: 3 members down to 1.
 	start = time.Now()
-	patched := claim.DeepCopy()
+	patched := xr.DeepCopy()
 	if err := unstructured.SetNestedField(patched.Object, int64(1), "spec", "members"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.kube.Patch(ctx, patched, client.MergeFrom(claim)); err != nil {
+	if err := e.kube.Patch(ctx, patched, client.MergeFrom(xr)); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 3*time.Minute, "one member left", func() error {
@@ -83,14 +83,14 @@ func TestEtcdDatabaseClaim(t *testing.T) {
 		t.Errorf("after scaling in: %v", err)
 	}
 
-	// The scale-in waited for a backup (beforeChanges), which the claim shows.
-	claim = e.waitReady(t, claim, time.Minute)
-	if last, _, _ := unstructured.NestedString(claim.Object, "status", "etcd", "lastBackup"); last == "" {
-		t.Errorf("the claim shows no backup after a scale-in: status %v", claim.Object["status"])
+	// The scale-in waited for a backup (beforeChanges), which the xr shows.
+	xr = e.waitReady(t, xr, time.Minute)
+	if last, _, _ := unstructured.NestedString(xr.Object, "status", "etcd", "lastBackup"); last == "" {
+		t.Errorf("the xr shows no backup after a scale-in: status %v", xr.Object["status"])
 	}
 
-	e.deleteClaim(t, claim)
-	harness.Eventually(t, time.Minute, "the cluster is gone with the claim", func() error {
+	e.deleteComposite(t, xr)
+	harness.Eventually(t, time.Minute, "the cluster is gone with the xr", func() error {
 		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		if _, err := c.Get(gctx, "greeting"); err == nil {
@@ -99,26 +99,26 @@ func TestEtcdDatabaseClaim(t *testing.T) {
 		return nil
 	})
 
-	// The backups outlived the claim: a new one is made from them.
+	// The backups outlived the xr: a new one is made from them.
 	start = time.Now()
 	again := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": claim.GetAPIVersion(), "kind": claim.GetKind(),
-		"metadata": map[string]any{"name": claim.GetName() + "-again", "namespace": appNamespace},
+		"apiVersion": xr.GetAPIVersion(), "kind": xr.GetKind(),
+		"metadata": map[string]any{"name": xr.GetName() + "-again", "namespace": appNamespace},
 		"spec": map[string]any{
 			"version": "3.6.16", "members": int64(1),
-			"restoreFrom": map[string]any{"database": claim.GetName(), "before": time.Now().UTC().Format(time.RFC3339)},
+			"restoreFrom": map[string]any{"database": xr.GetName(), "before": time.Now().UTC().Format(time.RFC3339)},
 		},
 	}}
 	if err := e.kube.Create(ctx, again); err != nil {
 		t.Fatal(err)
 	}
 	again = e.waitReady(t, again, 3*time.Minute)
-	t.Logf("EtcdDatabase: a claim restored from the backups of the deleted one was Ready in %s", time.Since(start).Round(100*time.Millisecond))
-	if from, _, _ := unstructured.NestedString(again.Object, "status", "etcd", "restoredFrom"); !strings.HasPrefix(from, claim.GetName()+"/") {
-		t.Errorf("the restored claim says it was restored from %q, want a backup under %s/", from, claim.GetName())
+	t.Logf("EtcdDatabase: a xr restored from the backups of the deleted one was Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	if from, _, _ := unstructured.NestedString(again.Object, "status", "etcd", "restoredFrom"); !strings.HasPrefix(from, xr.GetName()+"/") {
+		t.Errorf("the restored xr says it was restored from %q, want a backup under %s/", from, xr.GetName())
 	}
 	sec = &corev1.Secret{}
-	harness.Eventually(t, time.Minute, "the restored claim's Secret", func() error {
+	harness.Eventually(t, time.Minute, "the restored xr's Secret", func() error {
 		return e.kube.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: again.GetName() + "-etcd"}, sec)
 	})
 	rc, err := etcdFromSecret(sec)
@@ -132,13 +132,13 @@ func TestEtcdDatabaseClaim(t *testing.T) {
 		t.Errorf("the restored database: greeting = %v (%v), want hello", r, err)
 	}
 
-	// The backups of both claims stay by design; the test empties and removes their buckets
+	// The backups of both composites stay by design; the test empties and removes their buckets
 	// so that test beds that keep their OpenStack do not collect them.
 	keys := &corev1.Secret{}
 	if err := e.kube.Get(ctx, types.NamespacedName{Namespace: appNamespace, Name: again.GetName() + "-etcd-backups-s3"}, keys); err != nil {
 		t.Fatal(err)
 	}
-	e.deleteClaim(t, again)
+	e.deleteComposite(t, again)
 	s3c, err := s3.New(s3.Config{
 		AccessKeyID: string(keys.Data["AWS_ACCESS_KEY_ID"]), SecretAccessKey: string(keys.Data["AWS_SECRET_ACCESS_KEY"]),
 		Endpoint: string(keys.Data["S3_ENDPOINT"]), Region: string(keys.Data["AWS_REGION"]),
@@ -146,7 +146,7 @@ func TestEtcdDatabaseClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{appNamespace + "-" + claim.GetName() + "-etcd-backups", appNamespace + "-" + again.GetName() + "-etcd-backups"} {
+	for _, b := range []string{appNamespace + "-" + xr.GetName() + "-etcd-backups", appNamespace + "-" + again.GetName() + "-etcd-backups"} {
 		if err := s3c.EmptyBucket(ctx, b); err != nil {
 			t.Errorf("emptying %s: %v", b, err)
 		}

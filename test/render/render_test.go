@@ -1,8 +1,8 @@
 //go:build render
 
-// Package render tests the configuration package's Compositions with `crossplane render`: the
-// real Crossplane render engine and the real function-patch-and-transform, offline, in well
-// under a second per case. Each case under testdata/ is a composite resource (xr.yaml), the
+// Package render tests the configuration package's Compositions with `crossplane composition
+// render --xrd`: the real Crossplane render engine and the real function-patch-and-transform,
+// offline, in well under a second per case. Each case under testdata/ is a composite resource (xr.yaml), the
 // composed resources as if observed (observed.yaml, optional), and what render must produce
 // (expected.yaml). UPDATE_GOLDEN=1 rewrites expected.yaml from what render produced.
 //
@@ -167,7 +167,10 @@ func TestCompositions(t *testing.T) {
 				t.Fatalf("no composition composes %s", head.Kind)
 			}
 			covered[head.Kind] = true
-			args := []string{"render", filepath.Join(dir, "xr.yaml"), comp, fns, "--crossplane-binary=" + core, "--include-full-xr"}
+			// --xrd: the XR is validated against the XRD's schema and gets its defaults, as
+			// the API server would do.
+			xrd := filepath.Join(filepath.Dir(comp), "definition.yaml")
+			args := []string{"composition", "render", filepath.Join(dir, "xr.yaml"), comp, fns, "--xrd=" + xrd, "--crossplane-binary=" + core, "--include-full-xr"}
 			if _, err := os.Stat(filepath.Join(dir, "observed.yaml")); err == nil {
 				args = append(args, "--observed-resources="+filepath.Join(dir, "observed.yaml"))
 			}
@@ -188,7 +191,7 @@ func TestCompositions(t *testing.T) {
 				t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
 			}
 			if diff := cmp.Diff(splitDocs(t, want), splitDocs(t, stdout.Bytes())); diff != "" {
-				t.Errorf("crossplane render of %s: -want, +got:\n%s", dir, diff)
+				t.Errorf("crossplane composition render of %s: -want, +got:\n%s", dir, diff)
 			}
 		})
 	}

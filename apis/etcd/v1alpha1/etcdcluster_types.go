@@ -231,8 +231,9 @@ type EtcdClusterStatus struct {
 
 // An EtcdCluster is an etcd cluster the provider runs: TLS everywhere, members joined as
 // learners and promoted when caught up, scaled and upgraded one member at a time, unhealthy
-// members replaced while quorum holds. Its external name is the etcd cluster ID. The
-// connection Secret holds the endpoints, the CA and a client certificate.
+// members replaced while quorum holds. Its external name is the etcd cluster ID. Its
+// connection Secret (writeConnectionSecretToRef) holds what etcdctl and clientv3 need:
+// endpoints (the voting members' client URLs, comma-separated), ca.crt, tls.crt and tls.key.
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="VERSION",type="string",JSONPath=".status.atProvider.version"

@@ -103,7 +103,9 @@ type ContractStatus struct {
 // +kubebuilder:object:root=true
 
 // A Contract is an object-storage account: S3 access keys (Keystone EC2 credentials, which
-// Swift's S3 API and Ceph RGW accept), delivered only in the connection Secret. Its external
+// Swift's S3 API and Ceph RGW accept), delivered only in the connection Secret
+// (writeConnectionSecretToRef): AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT and
+// AWS_REGION, and the same as accessKeyId, secretAccessKey, endpoint and region. Its external
 // name is the current access key ID.
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"

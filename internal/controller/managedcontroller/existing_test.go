@@ -40,7 +40,9 @@ func TestUpdateNeedsAnExistingResource(t *testing.T) {
 				},
 			}
 			c := existingOnlyConnector[resource.Managed]{managed.TypedExternalConnectorFn[resource.Managed](
-				func(context.Context, resource.Managed) (managed.TypedExternalClient[resource.Managed], error) { return inner, nil })}
+				func(context.Context, resource.Managed) (managed.TypedExternalClient[resource.Managed], error) {
+					return inner, nil
+				})}
 			ctx := context.Background()
 			mg := &fake.Managed{}
 			ext, err := c.Connect(ctx, mg)
