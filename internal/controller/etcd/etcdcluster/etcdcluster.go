@@ -240,6 +240,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EtcdCluster) (manag
 		}
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
+	if meta.WasDeleted(cr) {
+		// Nothing to look at, and nothing needed: Delete removes every machine, whatever state
+		// it is in, without the CA. (A foreground deletion deletes the CA Secret, a dependent,
+		// before the cluster.)
+		return managed.ExternalObservation{ResourceExists: true}, nil
+	}
 	a, found, err := authority.Load(ctx, e.kube, cr)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -251,10 +257,6 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EtcdCluster) (manag
 		// Machines without a CA: a bootstrap that failed before anything could run. Create
 		// starts over (and reuses the machines).
 		return managed.ExternalObservation{ResourceExists: false}, nil
-	}
-	if meta.WasDeleted(cr) {
-		// Nothing to look at: Delete removes every machine, whatever state it is in.
-		return managed.ExternalObservation{ResourceExists: true}, nil
 	}
 
 	o, err := e.observe(ctx, cr, s, a, ms)

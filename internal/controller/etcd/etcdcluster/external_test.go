@@ -71,12 +71,15 @@ func TestObserveWithoutACluster(t *testing.T) {
 		want         managed.ExternalObservation
 		wantErr      string
 	}{
-		"NothingYet":                  {want: managed.ExternalObservation{ResourceExists: false}},
-		"MachinesGoneAfterBootstrap":  {externalName: "abc", wantErr: errMachinesGone},
-		"MachinesWithoutCAYet":        {machines: running, want: managed.ExternalObservation{ResourceExists: false}},
-		"CAGoneAfterBootstrap":        {machines: running, externalName: "abc", wantErr: errNoCA},
-		"DeletingLooksAtNothingElse":  {machines: running, externalName: "abc", withCA: true, deleting: true, want: managed.ExternalObservation{ResourceExists: true}},
-		"DeletingWithNothingLeft":     {externalName: "abc", deleting: true, want: managed.ExternalObservation{ResourceExists: false}},
+		"NothingYet":                 {want: managed.ExternalObservation{ResourceExists: false}},
+		"MachinesGoneAfterBootstrap": {externalName: "abc", wantErr: errMachinesGone},
+		"MachinesWithoutCAYet":       {machines: running, want: managed.ExternalObservation{ResourceExists: false}},
+		"CAGoneAfterBootstrap":       {machines: running, externalName: "abc", wantErr: errNoCA},
+		"DeletingLooksAtNothingElse": {machines: running, externalName: "abc", withCA: true, deleting: true, want: managed.ExternalObservation{ResourceExists: true}},
+		"DeletingWithNothingLeft":    {externalName: "abc", deleting: true, want: managed.ExternalObservation{ResourceExists: false}},
+		// A foreground deletion deletes the CA Secret (a dependent) before the cluster: the
+		// machines must still be found and deleted.
+		"DeletingAfterTheCAWentFirst": {machines: running, externalName: "abc", deleting: true, want: managed.ExternalObservation{ResourceExists: true}},
 		"BadVersionIsReportedAtFirst": {version: "3.6", machines: running, externalName: "abc", wantErr: errVersion},
 	}
 	for name, tc := range cases {

@@ -5,11 +5,13 @@ package contract
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -57,6 +59,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			tenancy:   tenancy.NewChecker(mgr.GetClient()),
 			record:    managedcontroller.Recorder(mgr, Kind),
 			annotate:  managed.NewRetryingCriticalAnnotationUpdater(mgr.GetClient()),
+			kube:      mgr.GetClient(),
 		}),
 		// The access key is chosen and recorded before the credential is created.
 		managed.WithInitializers(),
@@ -64,6 +67,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 		// interrupted by a crash is found again: nothing for the reconciler to refuse to retry.
 		managed.WithDeterministicExternalName(true),
 		managed.WithCreationGracePeriod(0),
+		managed.WithFinalizer(newKeysFinalizer(mgr.GetClient())),
 	)
 }
 
@@ -77,6 +81,7 @@ type connector struct {
 	tenancy   *tenancy.Checker
 	record    event.Recorder
 	annotate  managed.CriticalAnnotationUpdater
+	kube      client.Reader
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.Contract) (managed.TypedExternalClient[*v1alpha1.Contract], error) {
@@ -99,7 +104,8 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.Contract) (managed
 		}
 		return c.tenancy.Check(ctx, cr, tenancy.ContractOwners)
 	}
-	return &external{creds: creds, endpoint: endpoint, region: region, record: c.record, annotate: c.annotate, mayCreate: mayCreate, newKeys: openstack.NewEC2Keys, now: time.Now}, nil
+	return &external{creds: creds, endpoint: endpoint, region: region, record: c.record, annotate: c.annotate, mayCreate: mayCreate, newKeys: openstack.NewEC2Keys, now: time.Now,
+		users: func(ctx context.Context) ([]string, error) { return users(ctx, c.kube, cr) }}, nil
 }
 
 type external struct {
@@ -113,6 +119,8 @@ type external struct {
 	mayCreate func(context.Context) error
 	newKeys   func() (access, secret string, err error)
 	now       func() time.Time
+	// users lists what takes its keys from the Contract: its keys outlive them.
+	users func(context.Context) ([]string, error)
 }
 
 // owner is the user and project the keys belong to: the spec's, else the session's own.
@@ -321,6 +329,13 @@ func (e *external) persist(ctx context.Context, cr *v1alpha1.Contract, st rotati
 // Delete revokes every key the Contract has: the current, the previous, and one a create or a
 // rotation recorded but may not have finished.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.Contract) (managed.ExternalDelete, error) {
+	using, err := e.users(ctx)
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
+	if len(using) > 0 {
+		return managed.ExternalDelete{}, errors.Errorf(errFmtInUse, strings.Join(using, ", "))
+	}
 	user, _, err := e.owner(cr)
 	if err != nil {
 		return managed.ExternalDelete{}, err

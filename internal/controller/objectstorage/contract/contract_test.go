@@ -85,6 +85,7 @@ func newExternal(k *fakeKeystone, a managed.CriticalAnnotationUpdater, now *time
 	return &external{
 		creds: k, endpoint: "http://s3", region: "us-east-1", record: event.NewNopRecorder(), annotate: a,
 		mayCreate: func(context.Context) error { return nil }, newKeys: k.newKeys, now: func() time.Time { return *now },
+		users: func(context.Context) ([]string, error) { return nil, nil },
 	}
 }
 
