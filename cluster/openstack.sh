@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# cluster/openstack.sh: a local OpenStack (Keystone, Neutron, Swift with its S3 API) for the
-# integration tests.
+# cluster/openstack.sh: a local OpenStack (Keystone, Neutron, Swift with its S3 API, Nova with
+# Placement, Glance and RabbitMQ) for the integration tests.
 #
 # Usage: cluster/openstack.sh install | up | down [--purge] | purge | stop SERVICE | status | env
 #
 #   install  install the Debian packages (fast no-op when they are installed)
-#   up       install, then start memcached, MariaDB, Keystone, Neutron and Swift (account,
-#            container and object servers, proxy with s3api) on 127.0.0.1, initialise
-#            databases, rings and the catalog on first use, wait until they answer,
-#            write $RUN_DIR/openstack/env and clouds.yaml
+#   up       install, then start memcached, MariaDB, Keystone, Neutron, Swift (account,
+#            container and object servers, proxy with s3api) and Nova (RabbitMQ, Placement,
+#            Glance, API, conductor, scheduler, three nova-compute hosts with the fake driver
+#            in two availability zones, and the test bed's hypervisor, which runs every ACTIVE
+#            server for real) on 127.0.0.1, initialise databases, rings, the catalog, flavors,
+#            image and zones on first use, wait until they answer, write
+#            $RUN_DIR/openstack/env and clouds.yaml
 #   down     stop what `up` started (by PID); data stays so the next `up` is fast
 #   purge    down, then delete all state (same as `down --purge`)
 #   stop     stop one service (memcached, mariadb, keystone, neutron, swift-account,
-#            swift-container, swift-object, swift-proxy), as an outage would; `up` starts it
-#            again (the outage tests do both)
+#            swift-container, swift-object, swift-proxy, or one of Nova's: see SERVICES), as an
+#            outage would; `up` starts it again (the outage tests do both)
 #   status   show what runs; exit 0 only when every service runs
 #   env      print the path of the env file (source it for OS_*, NEUTRON_URL, SWIFT_URL,
-#            S3_ENDPOINT and S3_REGION)
+#            S3_ENDPOINT, S3_REGION, NOVA_URL and the TESTBED_* names of flavors, image, zones)
 #
 # Everything (configs rendered from cluster/openstack/*, database, key repositories, Swift's
 # rings and device, logs, PID files, sockets) lives under $RUN_DIR/openstack (RUN_DIR
@@ -51,7 +54,9 @@ INIT_MARKER=$STATE_DIR/.initialised
 # Written into the marker. Bump it when the state a fresh `up` creates changes (databases,
 # catalog, rings): state of another version is rebuilt from scratch.
 # 2: Swift (rings, user swift, object-store endpoints, check credential) and user demo2.
-STATE_VERSION=2
+# 3: Nova, Placement, Glance (databases, users, endpoints, flavors, image, zones) and the
+#    Neutron agent rows of the compute hosts.
+STATE_VERSION=3
 LOCK_FILE=$RUN_DIR/.openstack.lock
 
 HOST=127.0.0.1
@@ -63,9 +68,18 @@ SWIFT_PROXY_PORT=8080
 SWIFT_ACCOUNT_PORT=6202
 SWIFT_CONTAINER_PORT=6201
 SWIFT_OBJECT_PORT=6200
+NOVA_PORT=8774
+PLACEMENT_PORT=8778
+GLANCE_PORT=9292
+RABBIT_PORT=5672
+RABBIT_DIST_PORT=25672
+EPMD_PORT=4369
 KEYSTONE_URL=http://$HOST:$KEYSTONE_PORT/v3
 NEUTRON_URL=http://$HOST:$NEUTRON_PORT
 SWIFT_URL=http://$HOST:$SWIFT_PROXY_PORT
+NOVA_URL=http://$HOST:$NOVA_PORT/v2.1
+PLACEMENT_URL=http://$HOST:$PLACEMENT_PORT
+GLANCE_URL=http://$HOST:$GLANCE_PORT
 REGION=RegionOne
 # s3api's `location`: S3 clients must sign for this region (not Keystone's RegionOne).
 S3_REGION=us-east-1
@@ -78,6 +92,9 @@ DEMO_PASSWORD="demo"
 NEUTRON_PASSWORD="neutron"
 SWIFT_PASSWORD="swift"
 DEMO2_PASSWORD="demo2"
+NOVA_PASSWORD="nova"
+PLACEMENT_PASSWORD="placement"
+GLANCE_PASSWORD="glance"
 # An EC2 credential of user swift (project service), made with the catalog, for the S3
 # readiness check (s3api, s3token, Keystone, keystoneauth and the account server all take
 # part). Tests should make their own credentials.
@@ -89,11 +106,15 @@ DB_PASSWORD="stackdb"
 KEYSTONE_TIMEOUT=${OPENSTACK_KEYSTONE_TIMEOUT:-180}
 NEUTRON_TIMEOUT=${OPENSTACK_NEUTRON_TIMEOUT:-240}
 SWIFT_TIMEOUT=${OPENSTACK_SWIFT_TIMEOUT:-180}
+NOVA_TIMEOUT=${OPENSTACK_NOVA_TIMEOUT:-240}
 
 PACKAGES=(
   keystone python3-openstackclient neutron-server memcached
   uwsgi-core uwsgi-plugin-python3 mariadb-server mariadb-client python3-pymysql curl
   swift swift-proxy swift-account swift-container swift-object python3-keystonemiddleware
+  # Nova without the nova-compute package (it pulls libvirt and QEMU): nova-compute runs
+  # from python3-nova with the fake driver.
+  rabbitmq-server placement-api glance-api nova-api nova-conductor nova-scheduler python3-nova
 )
 
 # The OpenStack tools are Debian's Python programs: call them by absolute path with Debian's
@@ -134,6 +155,14 @@ proc_pattern() {
     keystone) echo uwsgi ;;
     neutron) echo neutron-server ;;
     swift-account | swift-container | swift-object | swift-proxy) echo "$1-server" ;;
+    epmd) echo "epmd" ;;
+    rabbitmq) echo rabbitmq-server ;;
+    placement) echo placement-uwsgi.ini ;;
+    glance) echo glance-api ;;
+    nova-api) echo nova-api-uwsgi.ini ;;
+    nova-conductor | nova-scheduler) echo "$1" ;;
+    nova-compute-*) echo "$1.conf" ;;
+    hypervisor) echo "hypervisor run" ;;
     *) die "unknown service $1" ;;
   esac
 }
@@ -155,12 +184,13 @@ running() { pid_of "$1" >/dev/null; }
 port_busy() { (: <"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
 # start_daemon SERVICE PORT LOGFILE COMMAND...: run COMMAND detached in its own session and
-# record its PID. The command must stay in the foreground (no self-daemonising).
+# record its PID. The command must stay in the foreground (no self-daemonising). PORT is the
+# port it will listen on, which must be free ("-" for a service that listens on none).
 start_daemon() {
   local svc=$1 port=$2 logfile=$3
   shift 3
   reap_orphans "$svc"
-  if port_busy "$port"; then
+  if [[ $port != - ]] && port_busy "$port"; then
     ss -ltnp "sport = :$port" >&2 2>/dev/null || true
     die "$svc: port $HOST:$port is already in use by a process this script did not start"
   fi
@@ -271,7 +301,7 @@ ensure_policy_rc_d() {
 # The PIDs of processes the packages could start (by executable name, which ps cuts at 15
 # characters: hence neutron-.* and swift-.*).
 package_daemon_pids() {
-  ps -eo pid=,comm= | awk '$2 ~ /^(memcached|mariadbd|mysqld|mysqld_safe|mariadbd-safe|uwsgi|keystone|neutron-.*|swift-.*)$/ { print $1 }' | sort
+  ps -eo pid=,comm= | awk '$2 ~ /^(memcached|mariadbd|mysqld|mysqld_safe|mariadbd-safe|uwsgi|keystone|neutron-.*|swift-.*|nova-.*|glance-.*|placement-.*|beam.smp|epmd|rabbitmq-.*)$/ { print $1 }' | sort
 }
 
 # Stop daemons that appeared during the installation (a policy-rc.d that did not work):
@@ -340,6 +370,13 @@ render() {
     -e "s|@SWIFT_OBJECT_PORT@|$SWIFT_OBJECT_PORT|g" \
     -e "s|@SWIFT_PASSWORD@|$SWIFT_PASSWORD|g" \
     -e "s|@S3_REGION@|$S3_REGION|g" \
+    -e "s|@NOVA_PORT@|$NOVA_PORT|g" \
+    -e "s|@NOVA_PASSWORD@|$NOVA_PASSWORD|g" \
+    -e "s|@PLACEMENT_PORT@|$PLACEMENT_PORT|g" \
+    -e "s|@PLACEMENT_PASSWORD@|$PLACEMENT_PASSWORD|g" \
+    -e "s|@GLANCE_PORT@|$GLANCE_PORT|g" \
+    -e "s|@GLANCE_PASSWORD@|$GLANCE_PASSWORD|g" \
+    -e "s|@RABBIT_PORT@|$RABBIT_PORT|g" \
     "$TEMPLATE_DIR/$1" >"$ETC_DIR/$1.tmp"
   mv "$ETC_DIR/$1.tmp" "$ETC_DIR/$1"
 }
@@ -348,9 +385,13 @@ render_configs() {
   local t
   for t in keystone.conf keystone-uwsgi.ini neutron.conf ml2_conf.ini \
     swift-account-server.conf swift-container-server.conf swift-object-server.conf \
-    swift-proxy-server.conf; do
+    swift-proxy-server.conf nova.conf nova-api-uwsgi.ini placement.conf placement-uwsgi.ini \
+    glance-api.conf rabbitmq.conf; do
     render "$t"
   done
+  nova_compute_configs
+  # nova-api-wsgi loads its paste pipeline from its config dir.
+  cp /etc/nova/api-paste.ini "$ETC_DIR/api-paste.ini"
 }
 
 write_client_files() {
@@ -375,6 +416,20 @@ export SWIFT_URL=$SWIFT_URL
 export S3_ENDPOINT=$SWIFT_URL
 export S3_REGION=$S3_REGION
 export OS_CLIENT_CONFIG_FILE=$CLOUDS_FILE
+export NOVA_URL=$NOVA_URL
+# What the test bed's Nova offers: flavors, the image (the servers' root file system is
+# the host's, with the etcd releases cluster/tools.sh built under /opt/etcd/<version>/),
+# the availability zones and the compute hosts in each.
+export TESTBED_FLAVOR_SMALL=$FLAVOR_SMALL
+export TESTBED_FLAVOR_LARGE=$FLAVOR_LARGE
+export TESTBED_IMAGE=$IMAGE_NAME
+export TESTBED_ETCD_PATH_TEMPLATE=/opt/etcd/v{version}/etcd
+export TESTBED_ZONES="${ZONES[*]}"
+export TESTBED_HOSTS="${COMPUTE_HOSTS[*]}"
+# The addresses servers may have: the hypervisor puts only these on the host.
+export TESTBED_SERVER_RANGE=198.19.0.0/16
+export HYPERVISOR_STATE=$STATE_DIR/hypervisor
+export HYPERVISOR_LOG=$LOG_DIR/hypervisor.log
 EOF
   mv "$ENV_FILE.tmp" "$ENV_FILE"
   local cloud user password
@@ -577,16 +632,21 @@ token() {
   auth "$@" -D - -o /dev/null | awk 'tolower($1) == "x-subject-token:" { print $2 }' | tr -d '\r'
 }
 
+# openstack_admin: one `openstack` process, as admin, running the commands on stdin.
+openstack_admin() {
+  env OS_AUTH_URL="$KEYSTONE_URL" OS_IDENTITY_API_VERSION=3 OS_REGION_NAME="$REGION" \
+    OS_USERNAME=admin OS_PASSWORD="$ADMIN_PASSWORD" OS_PROJECT_NAME=admin \
+    OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default /usr/bin/openstack
+}
+
 catalog_init() {
   local logf=$LOG_DIR/catalog.log
   {
     keystone_catalog
     neutron_catalog
     swift_catalog
-  } | env OS_AUTH_URL="$KEYSTONE_URL" OS_IDENTITY_API_VERSION=3 OS_REGION_NAME="$REGION" \
-    OS_USERNAME=admin OS_PASSWORD="$ADMIN_PASSWORD" OS_PROJECT_NAME=admin \
-    OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default \
-    /usr/bin/openstack >"$logf" 2>&1 || die "creating the catalog failed" "$logf"
+    nova_catalog
+  } | openstack_admin >"$logf" 2>&1 || die "creating the catalog failed" "$logf"
   # The interactive client goes on after a failed command: check the result.
   [[ -n $(token neutron "$NEUTRON_PASSWORD" service) ]] ||
     die "catalog incomplete: user neutron cannot log in to project service" "$logf"
@@ -594,6 +654,8 @@ catalog_init() {
     die "catalog incomplete: user swift cannot log in to project service" "$logf"
   [[ -n $(token demo2 "$DEMO2_PASSWORD" demo2) ]] ||
     die "catalog incomplete: user demo2 cannot log in to project demo2" "$logf"
+  [[ -n $(token nova "$NOVA_PASSWORD" service) ]] ||
+    die "catalog incomplete: user nova cannot log in to project service" "$logf"
   # Clients find Neutron and Swift through the catalog of the token.
   local body
   body=$(auth demo "$DEMO_PASSWORD" demo)
@@ -712,11 +774,233 @@ swift_api_ok() {
 }
 
 # ---------------------------------------------------------------------------------------
+# Nova: RabbitMQ (its RPC), Placement, Glance, the compute API under uwsgi, conductor,
+# scheduler and three nova-compute processes with the fake driver, as three hosts in two
+# availability zones. The fake driver only keeps records: the hypervisor (cluster/hypervisor)
+# runs every ACTIVE server for real, in a network namespace holding its port's fixed IP.
+# Neutron binds the servers' ports with its openvswitch driver on hosts that have an "Open
+# vSwitch agent" row (written here, alive forever; no agent process runs).
+# ---------------------------------------------------------------------------------------
+
+COMPUTE_HOSTS=(compute-1 compute-2 compute-3)
+ZONES=(az-1 az-2)
+# compute_zone HOST: the availability zone of a compute host.
+compute_zone() {
+  case $1 in
+    compute-1 | compute-2) echo "${ZONES[0]}" ;;
+    *) echo "${ZONES[1]}" ;;
+  esac
+}
+FLAVOR_SMALL=testbed.small
+FLAVOR_LARGE=testbed.large
+IMAGE_NAME=testbed-etcd
+NOVA_DATABASES=(nova_api nova nova_cell0 placement glance)
+RABBIT_NODE=testbed@localhost
+HYPERVISOR_BIN=$STATE_DIR/bin/hypervisor
+
+# The servers' image: the host's file system plus the etcd releases cluster/tools.sh built
+# (one directory per version), which the hypervisor mounts read-only on /opt/etcd.
+image_dir() { dirname "$("$SCRIPT_DIR/tools.sh" path etcd)"; }
+
+# nova_compute_configs: nova-compute-N.conf = nova.conf without database access (nova-compute
+# refuses it) and with the host's name, which is also its Neutron agent's host.
+nova_compute_configs() {
+  local h
+  for h in "${COMPUTE_HOSTS[@]}"; do
+    awk -v host="$h" '
+      /^\[/ { skip = ($0 == "[database]" || $0 == "[api_database]") }
+      skip { next }
+      { print }
+      $0 == "[DEFAULT]" { print "host = " host }
+    ' "$ETC_DIR/nova.conf" >"$ETC_DIR/nova-$h.conf.tmp"
+    mv "$ETC_DIR/nova-$h.conf.tmp" "$ETC_DIR/nova-$h.conf"
+  done
+}
+
+nova_catalog() {
+  local svc iface
+  for svc in nova placement glance; do
+    local pw_var=${svc^^}_PASSWORD
+    echo "user create --domain default --password ${!pw_var} --or-show $svc"
+    echo "role add --project service --user $svc admin"
+    echo "role add --project service --user $svc service"
+  done
+  echo "service create --name nova compute"
+  echo "service create --name placement placement"
+  echo "service create --name glance image"
+  for iface in public internal admin; do
+    echo "endpoint create --region $REGION compute $iface $NOVA_URL"
+    echo "endpoint create --region $REGION placement $iface $PLACEMENT_URL"
+    echo "endpoint create --region $REGION image $iface $GLANCE_URL"
+  done
+}
+
+# neutron_agents: an alive "Open vSwitch agent" row per compute host, so that ML2 binds the
+# servers' ports there (its liveness test is now - heartbeat < agent_down_time: a heartbeat in
+# 2099 is alive until then).
+neutron_agents() {
+  local h sql=
+  for h in "${COMPUTE_HOSTS[@]}"; do
+    sql+="INSERT INTO agents (id, agent_type, \`binary\`, topic, host, admin_state_up, created_at, started_at,
+  heartbeat_timestamp, configurations, \`load\`) VALUES (UUID(), 'Open vSwitch agent',
+  'neutron-openvswitch-agent', 'N/A', '$h', 1, UTC_TIMESTAMP(), UTC_TIMESTAMP(), '2099-01-01 00:00:00',
+  '{\"tunnel_types\": [\"vxlan\"], \"bridge_mappings\": {}, \"integration_bridge\": \"br-int\", \"datapath_type\": \"system\", \"ovs_hybrid_plug\": false}', 0);
+"
+  done
+  mariadb_sql <<<"USE neutron; $sql" || die "cannot write the Neutron agent rows"
+}
+
+nova_manage() { /usr/bin/nova-manage --config-file "$ETC_DIR/nova.conf" "$@"; }
+
+# nova_init: the databases and their schemas (RabbitMQ need not run: create_cell only
+# records the transport URL).
+nova_init() {
+  local logf=$LOG_DIR/nova-init.log db pids=() rc=0
+  for db in "${NOVA_DATABASES[@]}"; do mariadb_create_db "$db"; done
+  mkdir -p "$STATE_DIR/nova/instances" "$STATE_DIR/nova/lock" "$STATE_DIR/glance"/{images,staging,tasks,cache,lock}
+  /usr/bin/placement-manage --config-file "$ETC_DIR/placement.conf" db sync >"$LOG_DIR/placement-manage.log" 2>&1 &
+  pids+=($!)
+  /usr/bin/glance-manage --config-file "$ETC_DIR/glance-api.conf" db_sync >"$LOG_DIR/glance-manage.log" 2>&1 &
+  pids+=($!)
+  {
+    nova_manage api_db sync &&
+      nova_manage cell_v2 map_cell0 --database_connection \
+        "mysql+pymysql://nova_cell0:$DB_PASSWORD@localhost/nova_cell0?unix_socket=$DB_SOCKET&charset=utf8" &&
+      nova_manage cell_v2 create_cell --name cell1 &&
+      nova_manage db sync
+  } >"$logf" 2>&1 || rc=1
+  for db in "${pids[@]}"; do wait "$db" || rc=1; done
+  ((rc == 0)) || die "Nova's, Placement's or Glance's database set-up failed" "$logf" \
+    "$LOG_DIR/placement-manage.log" "$LOG_DIR/glance-manage.log"
+}
+
+# RabbitMQ as root without Debian's wrapper (which su's to user rabbitmq), everything under
+# the state dir, loopback only. epmd runs as a service of its own: left to RabbitMQ, it would
+# daemonise out of RabbitMQ's process group and outlive `down`.
+epmd_start() {
+  running epmd && return 0
+  start_daemon epmd "$EPMD_PORT" "$LOG_DIR/epmd.log" \
+    env ERL_EPMD_ADDRESS=$HOST /usr/bin/epmd -port "$EPMD_PORT"
+  wait_until epmd 10 "listening port" "$LOG_DIR/epmd.log" port_busy "$EPMD_PORT"
+}
+
+rabbitmq_start() {
+  running rabbitmq && return 0
+  local r=$STATE_DIR/rabbitmq
+  mkdir -p "$r/home" "$r/mnesia" "$LOG_DIR/rabbitmq"
+  : >"$r/rabbitmq-env.conf"
+  echo "[]." >"$r/enabled_plugins"
+  start_daemon rabbitmq "$RABBIT_PORT" "$LOG_DIR/rabbitmq.out" \
+    env HOME="$r/home" RABBITMQ_NODENAME=$RABBIT_NODE RABBITMQ_NODE_IP_ADDRESS=$HOST \
+    RABBITMQ_NODE_PORT=$RABBIT_PORT RABBITMQ_DIST_PORT=$RABBIT_DIST_PORT \
+    ERL_EPMD_ADDRESS=$HOST ERL_EPMD_PORT=$EPMD_PORT \
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+    RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+    RABBITMQ_CONFIG_FILE="$ETC_DIR/rabbitmq.conf" RABBITMQ_CONF_ENV_FILE="$r/rabbitmq-env.conf" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$r/enabled_plugins" RABBITMQ_MNESIA_BASE="$r/mnesia" \
+    RABBITMQ_LOG_BASE="$LOG_DIR/rabbitmq" RABBITMQ_PID_FILE="$PID_DIR/rabbitmq.erlpid" \
+    /usr/lib/rabbitmq/bin/rabbitmq-server
+}
+
+rabbitmq_wait() {
+  wait_until rabbitmq "$NOVA_TIMEOUT" "listening port $RABBIT_PORT" "$LOG_DIR/rabbitmq.out" \
+    port_busy "$RABBIT_PORT"
+}
+
+nova_start() {
+  local h
+  mkdir -p "$STATE_DIR/nova/instances" "$STATE_DIR/nova/lock" "$STATE_DIR/glance"/{images,staging,tasks,cache,lock}
+  running placement || start_daemon placement "$PLACEMENT_PORT" "$LOG_DIR/placement-uwsgi.log" \
+    /usr/bin/uwsgi --ini "$ETC_DIR/placement-uwsgi.ini"
+  running glance || start_daemon glance "$GLANCE_PORT" "$LOG_DIR/glance-api.out" \
+    /usr/bin/glance-api --config-file "$ETC_DIR/glance-api.conf"
+  running nova-api || start_daemon nova-api "$NOVA_PORT" "$LOG_DIR/nova-api-uwsgi.log" \
+    /usr/bin/uwsgi --ini "$ETC_DIR/nova-api-uwsgi.ini"
+  running nova-conductor || start_daemon nova-conductor - "$LOG_DIR/nova-conductor.out" \
+    /usr/bin/nova-conductor --config-file "$ETC_DIR/nova.conf" --log-file "$LOG_DIR/nova-conductor.log"
+  running nova-scheduler || start_daemon nova-scheduler - "$LOG_DIR/nova-scheduler.out" \
+    /usr/bin/nova-scheduler --config-file "$ETC_DIR/nova.conf" --log-file "$LOG_DIR/nova-scheduler.log"
+  for h in "${COMPUTE_HOSTS[@]}"; do
+    # nova-compute's entry point, without the nova-compute package.
+    running "nova-$h" || start_daemon "nova-$h" - "$LOG_DIR/nova-$h.out" \
+      /usr/bin/python3 -c 'import sys; from nova.cmd.compute import main; sys.argv[0] = "nova-compute"; sys.exit(main())' \
+      --config-file "$ETC_DIR/nova-$h.conf" --log-file "$LOG_DIR/nova-$h.log"
+  done
+}
+
+# nova_hypervisors_registered: every compute host has registered its hypervisor.
+nova_hypervisors_registered() {
+  local tok body h
+  tok=$(token admin "$ADMIN_PASSWORD" admin)
+  [[ -n $tok ]] || return 1
+  body=$(curl -s --max-time 10 -H "X-Auth-Token: $tok" "$NOVA_URL/os-hypervisors") || return 1
+  for h in "${COMPUTE_HOSTS[@]}"; do
+    grep -q "\"hypervisor_hostname\": *\"$h\"" <<<"$body" || return 1
+  done
+}
+
+nova_wait() {
+  wait_until placement "$NOVA_TIMEOUT" "200 on GET $PLACEMENT_URL/" "$LOG_DIR/placement-uwsgi.log" \
+    http_ok "$PLACEMENT_URL/"
+  wait_until glance "$NOVA_TIMEOUT" "an answer on GET $GLANCE_URL/" "$LOG_DIR/glance-api.log" \
+    glance_answers
+  wait_until nova-api "$NOVA_TIMEOUT" "200 on GET $NOVA_URL/" "$LOG_DIR/nova-api.log" \
+    http_ok "$NOVA_URL/"
+  wait_until nova-conductor "$NOVA_TIMEOUT" "every compute host registered" \
+    "$LOG_DIR/nova-conductor.log" nova_hypervisors_registered
+  # Map the hosts into cell1 now rather than at the scheduler's next periodic discovery.
+  nova_manage cell_v2 discover_hosts >>"$LOG_DIR/nova-init.log" 2>&1 ||
+    die "nova-manage cell_v2 discover_hosts failed" "$LOG_DIR/nova-init.log"
+}
+
+# Glance's version document answers 300 Multiple Choices.
+glance_answers() { [[ $(http_code "$GLANCE_URL/") == 300 ]]; }
+
+# nova_objects: flavors, the image and the zones (one aggregate per zone), once.
+nova_objects() {
+  local logf=$LOG_DIR/nova-objects.log img=$STATE_DIR/testbed-image.raw h
+  # The fake driver never reads the image: any bytes do.
+  head -c 1048576 /dev/urandom >"$img"
+  {
+    echo "flavor create --id 1 --vcpus 1 --ram 512 --disk 1 $FLAVOR_SMALL"
+    echo "flavor create --id 2 --vcpus 2 --ram 2048 --disk 10 $FLAVOR_LARGE"
+    echo "image create --disk-format raw --container-format bare --file $img --public $IMAGE_NAME"
+    echo "aggregate create --zone ${ZONES[0]} ${ZONES[0]}"
+    echo "aggregate create --zone ${ZONES[1]} ${ZONES[1]}"
+    for h in "${COMPUTE_HOSTS[@]}"; do
+      echo "aggregate add host $(compute_zone "$h") $h"
+    done
+  } | openstack_admin >"$logf" 2>&1 || die "creating flavors, image and zones failed" "$logf"
+  rm -f "$img"
+  local tok
+  tok=$(token admin "$ADMIN_PASSWORD" admin)
+  [[ $(curl -s --max-time 10 -H "X-Auth-Token: $tok" "$NOVA_URL/os-availability-zone") == *"${ZONES[1]}"* ]] ||
+    die "the availability zones were not made" "$logf"
+}
+
+# hypervisor_start: build the hypervisor (cached by Go) and run it as admin.
+hypervisor_start() {
+  running hypervisor && return 0
+  local logf=$LOG_DIR/hypervisor.log image
+  image=$(image_dir)
+  mkdir -p "$image" "$STATE_DIR/hypervisor" "$(dirname "$HYPERVISOR_BIN")"
+  (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -o "$HYPERVISOR_BIN" ./cluster/hypervisor) >>"$logf" 2>&1 ||
+    die "cannot build the hypervisor" "$logf"
+  rm -f "$STATE_DIR/hypervisor/ready"
+  start_daemon hypervisor - "$logf" env OS_AUTH_URL="$KEYSTONE_URL" OS_REGION_NAME="$REGION" \
+    OS_ADMIN_USERNAME=admin OS_ADMIN_PASSWORD="$ADMIN_PASSWORD" OS_ADMIN_PROJECT_NAME=admin \
+    "$HYPERVISOR_BIN" run --state "$STATE_DIR/hypervisor" --image "$image"
+  wait_until hypervisor 60 "its first look at Nova" "$logf" test -f "$STATE_DIR/hypervisor/ready"
+}
+
+# ---------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------
 
 # Start order; stopped in reverse.
-SERVICES=(memcached mariadb keystone neutron swift-account swift-container swift-object swift-proxy)
+SERVICES=(memcached mariadb keystone neutron swift-account swift-container swift-object swift-proxy
+  epmd rabbitmq placement glance nova-api nova-conductor nova-scheduler
+  nova-compute-1 nova-compute-2 nova-compute-3 hypervisor)
 
 all_running() {
   local s
@@ -724,6 +1008,18 @@ all_running() {
 }
 
 stop_all() {
+  # The hypervisor first: it halts the servers it runs (their etcd members get up to 20 s
+  # each) and removes their namespaces and bridges.
+  stop_service hypervisor 180
+  local h
+  for h in "${COMPUTE_HOSTS[@]}"; do stop_service "nova-$h" 30; done
+  stop_service nova-scheduler 30
+  stop_service nova-conductor 30
+  stop_service nova-api 30
+  stop_service glance 30
+  stop_service placement 30
+  stop_service rabbitmq 60
+  stop_service epmd 10
   stop_service swift-proxy 30
   stop_service swift-object 30
   stop_service swift-container 30
@@ -774,7 +1070,7 @@ cmd_up() {
   cmd_install
   if initialised && all_running && http_ok "$KEYSTONE_URL" &&
     http_ok "$NEUTRON_URL/" && http_ok "$(swift_healthcheck_url proxy)" &&
-    neutron_api_ok && swift_api_ok; then
+    neutron_api_ok && swift_api_ok && http_ok "$NOVA_URL/" && [[ -f $STATE_DIR/hypervisor/ready ]]; then
     write_client_files
     log "already running (checked in $(elapsed "$t0")s); env: $ENV_FILE"
     return 0
@@ -812,11 +1108,22 @@ cmd_up() {
   ) &
   local keystone_job=$!
   (
-    if $fresh; then neutron_init; fi
+    if $fresh; then
+      neutron_init
+      neutron_agents
+    fi
     neutron_start
     neutron_wait
   ) &
   local neutron_job=$!
+  # Nova's schemas (the longest set-up: about 30 s) and RabbitMQ (about 9 s to its first
+  # start) need only MariaDB.
+  (
+    if $fresh; then nova_init; fi
+    epmd_start
+    rabbitmq_start
+  ) &
+  local nova_job=$!
   # Swift needs no database. Its rings are built at once; its servers start once Keystone
   # answers (they would only compete for the CPU with Keystone's start before).
   (
@@ -835,7 +1142,15 @@ cmd_up() {
   wait "$keystone_job" || rc=1
   wait "$neutron_job" || rc=1
   wait "$swift_job" || rc=1
+  wait "$nova_job" || rc=1
   ((rc == 0)) || die "start-up failed (see above); logs in $LOG_DIR; \`$0 down\` stops what runs"
+
+  # Nova's services authenticate with Keystone and Neutron as they start.
+  rabbitmq_wait
+  nova_start
+  nova_wait
+  if $fresh; then nova_objects; fi
+  hypervisor_start
 
   wait_until neutron 60 "authenticated security-group list as demo" \
     "$LOG_DIR/neutron-server.log" neutron_api_ok
@@ -892,6 +1207,8 @@ cmd_status() {
     printf '%-16s GET %s -> %s\n' "swift-$s" "$(swift_healthcheck_url "$s")" \
       "$(http_code "$(swift_healthcheck_url "$s")")"
   done
+  printf '%-16s GET %s/ -> %s\n' nova-api "$NOVA_URL" "$(http_code "$NOVA_URL/")"
+  printf '%-16s %s\n' hypervisor "$([[ -f $STATE_DIR/hypervisor/ready ]] && echo "following Nova" || echo "not ready")"
   if initialised; then
     printf 'initialised: yes\n'
   elif [[ -f $INIT_MARKER ]]; then

@@ -423,6 +423,43 @@ func (e *Env) AdminIdentity(ctx context.Context) (*gophercloud.ServiceClient, er
 	return goopenstack.NewIdentityV3(pc, c.Endpoint)
 }
 
+// ComputeMicroversion is the Nova API version the tests speak: 2.79 has embedded flavors,
+// user-data and server tags.
+const ComputeMicroversion = "2.79"
+
+// Compute returns a Nova client of the named cloud of the test bed's clouds.yaml (CloudDemo,
+// CloudAdmin).
+func (e *Env) Compute(ctx context.Context, cloud string) (*gophercloud.ServiceClient, error) {
+	pc, eo, err := e.provider(ctx, cloud)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := goopenstack.NewComputeV2(pc, eo)
+	if err != nil {
+		return nil, err
+	}
+	cc.Microversion = ComputeMicroversion
+	return cc, nil
+}
+
+// Image returns a Glance client of the named cloud.
+func (e *Env) Image(ctx context.Context, cloud string) (*gophercloud.ServiceClient, error) {
+	pc, eo, err := e.provider(ctx, cloud)
+	if err != nil {
+		return nil, err
+	}
+	return goopenstack.NewImageV2(pc, eo)
+}
+
+func (e *Env) provider(ctx context.Context, cloud string) (*gophercloud.ProviderClient, gophercloud.EndpointOpts, error) {
+	c, err := openstack.ParseCredentials(e.CloudsYAML, openstack.ParseOptions{Cloud: cloud})
+	if err != nil {
+		return nil, gophercloud.EndpointOpts{}, err
+	}
+	pc, err := goopenstack.AuthenticatedClient(ctx, c.Auth)
+	return pc, c.Endpoint, err
+}
+
 func neutronClient(clouds []byte) (*gophercloud.ServiceClient, error) {
 	c, err := openstack.ParseCredentials(clouds, openstack.ParseOptions{Cloud: CloudDemo})
 	if err != nil {
