@@ -19,8 +19,8 @@ func TestParseCloudConfig(t *testing.T) {
 		wantErr   bool
 	}{
 		"StringsAndLists": {
-			userData: "#cloud-config\nwrite_files:\n  - {path: /etc/a, content: x}\nruncmd:\n  - echo hi > /tmp/x\n  - [systemctl, enable, --now, \"it's.service\"]\n",
-			want:     []string{"echo hi > /tmp/x", `'systemctl' 'enable' '--now' 'it'\''s.service'`},
+			userData:  "#cloud-config\nwrite_files:\n  - {path: /etc/a, content: x}\nruncmd:\n  - echo hi > /tmp/x\n  - [systemctl, enable, --now, \"it's.service\"]\n",
+			want:      []string{"echo hi > /tmp/x", `'systemctl' 'enable' '--now' 'it'\''s.service'`},
 			wantFiles: []string{"/etc/a"},
 		},
 		"NotCloudConfig": {userData: "#!/bin/sh\necho hi\n", wantErr: true},
@@ -156,11 +156,11 @@ func TestNICCheck(t *testing.T) {
 		nic     nic
 		wantErr bool
 	}{
-		"Benchmarking":    {nic: n("198.19.77.10", "198.19.77.0/24", "198.19.77.1")},
-		"PrivateNetwork":  {nic: n("10.0.0.10", "10.0.0.0/24", "10.0.0.1"), wantErr: true},
-		"WiderThanRange":  {nic: n("198.18.0.10", "198.0.0.0/8", "198.18.0.1"), wantErr: true},
-		"GatewayOutside":  {nic: n("198.19.77.10", "198.19.77.0/24", "198.19.78.1"), wantErr: true},
-		"NoGateway":       {nic: nic{IP: netip.MustParseAddr("198.19.77.10"), Subnet: netip.MustParsePrefix("198.19.77.0/24")}, wantErr: true},
+		"Benchmarking":   {nic: n("198.19.77.10", "198.19.77.0/24", "198.19.77.1")},
+		"PrivateNetwork": {nic: n("10.0.0.10", "10.0.0.0/24", "10.0.0.1"), wantErr: true},
+		"WiderThanRange": {nic: n("198.18.0.10", "198.0.0.0/8", "198.18.0.1"), wantErr: true},
+		"GatewayOutside": {nic: n("198.19.77.10", "198.19.77.0/24", "198.19.78.1"), wantErr: true},
+		"NoGateway":      {nic: nic{IP: netip.MustParseAddr("198.19.77.10"), Subnet: netip.MustParsePrefix("198.19.77.0/24")}, wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -25,7 +25,7 @@ type unit struct {
 	Environment      []string
 	WorkingDirectory string
 	// Restart is "no", "always" or "on-failure".
-	Restart    string
+	Restart      string
 	RestartDelay time.Duration
 }
 

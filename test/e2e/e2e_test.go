@@ -24,6 +24,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +35,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/stackservices/provider-stackservices/apis"
+	etcdv1alpha1 "github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	networkv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	objectstoragev1alpha1 "github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	"github.com/stackservices/provider-stackservices/internal/clients/s3"
 	"github.com/stackservices/provider-stackservices/test/harness"
@@ -172,17 +176,34 @@ func (e *env) waitReady(t *testing.T, u *unstructured.Unstructured, timeout time
 func (e *env) deleteComposite(t *testing.T, xr *unstructured.Unstructured) {
 	t.Helper()
 	ctx := harness.Ctx(t)
-	// Foreground: the composite goes once what it composed is gone (a bucket deleted in
-	// the backend, say), so that nothing of the test is left behind for the next run.
-	if err := e.kube.Delete(ctx, xr, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+	// In the background, as kubectl deletes by default: the composite goes at once and the
+	// garbage collector deletes what it composed, which must then go too (a bucket deleted in
+	// the backend, say), so that nothing of the test is left behind for the next run. (A
+	// foreground deletion removes a Contract's connection Secret before the Bucket that needs
+	// it is done: see the README.)
+	if err := e.kube.Delete(ctx, xr, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 3*time.Minute, "composite "+xr.GetName()+" gone", func() error {
+	harness.Eventually(t, 3*time.Minute, "composite "+xr.GetName()+" and what it composed gone", func() error {
 		err := e.kube.Get(ctx, client.ObjectKeyFromObject(xr), xr.DeepCopy())
 		if err == nil {
-			return fmt.Errorf("still exists")
+			return fmt.Errorf("the composite still exists")
 		}
-		return client.IgnoreNotFound(err)
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		for _, list := range []client.ObjectList{
+			&networkv1alpha1.SecurityGroupList{}, &networkv1alpha1.SecurityGroupAttachmentList{},
+			&objectstoragev1alpha1.ContractList{}, &objectstoragev1alpha1.BucketList{}, &etcdv1alpha1.EtcdClusterList{},
+		} {
+			if err := e.kube.List(ctx, list, client.InNamespace(xr.GetNamespace()), client.MatchingLabels{"crossplane.io/composite": xr.GetName()}); err != nil {
+				return err
+			}
+			if n := apimeta.LenList(list); n > 0 {
+				return fmt.Errorf("%d composed %T left", n, list)
+			}
+		}
+		return nil
 	})
 }
 

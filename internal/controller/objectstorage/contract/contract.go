@@ -67,7 +67,6 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 		// interrupted by a crash is found again: nothing for the reconciler to refuse to retry.
 		managed.WithDeterministicExternalName(true),
 		managed.WithCreationGracePeriod(0),
-		managed.WithFinalizer(newKeysFinalizer(mgr.GetClient())),
 	)
 }
 

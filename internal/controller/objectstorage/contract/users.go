@@ -20,7 +20,14 @@ const (
 // users lists the objects of the Contract's namespace that take their S3 keys from it: a
 // Bucket (which needs the keys to delete its bucket), an EtcdCluster or an EtcdBackup whose
 // backups or restore name it. Objects being deleted count: they need the keys to finish. A
-// composite deletes its parts at once, so this is what orders their deletion.
+// composite deleted in the background (kubectl's default) deletes its parts at once: this is
+// what orders their deletion, and the connection Secret lives as long as the Contract.
+//
+// A foreground deletion is different: it deletes the Contract's connection Secret (a
+// dependent) first, and crossplane-runtime delays the Contract's own deletion until it is
+// gone, so a Bucket still deleting its bucket loses its keys. A Secret finalizer cannot bridge
+// that (the Contract would wait for the Secret, the Secret for the Contract); Crossplane's
+// answer is a Usage of the Contract by the Bucket, which refuses the Contract's deletion.
 func users(ctx context.Context, kube client.Reader, cr *v1alpha1.Contract) ([]string, error) {
 	ns, name := client.InNamespace(cr.GetNamespace()), cr.GetName()
 	var found []string
