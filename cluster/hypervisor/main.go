@@ -4,8 +4,9 @@
 // gateway address (so the host, and the provider on it, reach the server), and an init that
 // runs its #cloud-config user-data and the services it enables, in a private mount namespace
 // over a disk of its own. A server that stops (SHUTOFF, ERROR) halts; one deleted in Nova
-// loses its disk. On exit the hypervisor halts every server and removes its bridges:
-// nothing stays on the host.
+// loses its disk. While it runs, the rest of the servers' range is unreachable from the host
+// (nothing addressed to a server leaves the machine). On exit the hypervisor halts every
+// server and removes its bridges and that route: nothing stays on the host.
 //
 // Usage:
 //
@@ -92,10 +93,16 @@ func runHypervisor(args []string) error {
 		return err
 	}
 	h := &host{dir: *state, image: *image, self: self}
-	// Servers of an earlier run that ended without halting them (killed) start afresh.
+	// Servers of an earlier run that ended without halting them (killed) start afresh, and
+	// whatever a killed test bed left on the host goes (see sweepHost).
 	for _, id := range h.known() {
 		h.halt(context.Background(), id)
 	}
+	sweepHost()
+	if err := holdRange(); err != nil {
+		return err
+	}
+	defer releaseRange()
 	hv := &hypervisor{cloud: cl, host: h, failed: map[string]time.Time{}}
 	ready := filepath.Join(*state, "ready")
 	defer os.Remove(ready) //nolint:errcheck // Gone with the state dir otherwise.

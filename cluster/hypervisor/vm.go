@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -91,11 +92,16 @@ func netnsExists(name string) bool {
 	return err == nil
 }
 
-// ensureBridge makes the subnet's bridge with the gateway address, once.
+// ensureBridge makes the subnet's bridge with the gateway address, once. A subnet that
+// overlaps an address the host already holds elsewhere is refused: two routes to one prefix
+// would send the server's traffic to whichever came first (a leftover bridge, a node's).
 func ensureBridge(n nic) error {
 	br := bridgeName(n.SubnetID)
 	if linkExists(br) {
 		return nil
+	}
+	if iface, addr, ok := hostAddressIn(n.Subnet); ok {
+		return fmt.Errorf("subnet %s overlaps %s, which interface %s of the host holds: the server would not be reachable", n.Subnet, addr, iface)
 	}
 	if err := ip("link", "add", br, "type", "bridge"); err != nil {
 		return err
@@ -270,6 +276,91 @@ func removeBridges() {
 			}
 		}
 	}
+}
+
+// hostAddressIn reports an address of the host's interfaces that lies in (or contains) the
+// prefix.
+func hostAddressIn(p netip.Prefix) (iface string, addr netip.Prefix, found bool) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return "", netip.Prefix{}, false
+	}
+	for _, i := range ifaces {
+		addrs, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, ok := netip.AddrFromSlice(ipn.IP)
+			if !ok {
+				continue
+			}
+			ones, _ := ipn.Mask.Size()
+			have := netip.PrefixFrom(ip.Unmap(), ones)
+			if p.Overlaps(have) {
+				return i.Name, have, true
+			}
+		}
+	}
+	return "", netip.Prefix{}, false
+}
+
+// holdRange makes the servers' range unreachable from the host but through the subnets'
+// bridges, whose routes are more specific: a packet to a server that is not plugged in (not
+// booted yet, halted, deleted) fails on the host at once, instead of leaving it by the
+// default route, where something else may answer and keep the connection.
+func holdRange() error {
+	out, err := exec.Command("ip", "route", "add", "unreachable", allowed.String()).CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "File exists") {
+		return fmt.Errorf("ip route add unreachable %s: %v: %s", allowed, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// releaseRange removes holdRange's route.
+func releaseRange() {
+	if err := ip("route", "del", "unreachable", allowed.String()); err != nil {
+		log.Printf("%v", err)
+	}
+}
+
+// sweepHost removes what a killed test bed left on the host: servers' namespaces (and what
+// still runs in them) and subnets' bridges. The test bed's daemons listen on fixed ports, so
+// one test bed runs on a host at a time, and every nxvm- namespace and nxbr- bridge is a
+// leftover, possibly of another checkout's state directory that this run knows nothing of.
+// Left in place, a leftover bridge holding a gateway address would take the traffic of a new
+// subnet with the same range.
+func sweepHost() {
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "nxvm-") {
+			continue
+		}
+		out, err := exec.Command("ip", "netns", "pids", e.Name()).Output()
+		if err == nil {
+			for _, f := range strings.Fields(string(out)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		if err := ip("netns", "del", e.Name()); err != nil {
+			log.Printf("leftover server namespace: %v", err)
+		} else {
+			log.Printf("removed leftover server namespace %s", e.Name())
+		}
+	}
+	links, _ := os.ReadDir("/sys/class/net")
+	for _, l := range links {
+		if strings.HasPrefix(l.Name(), "nxh-") {
+			_ = ip("link", "del", l.Name())
+		}
+	}
+	removeBridges()
 }
 
 // killSession kills every process of session sid.

@@ -123,6 +123,32 @@ func exists(path string) bool {
 	return err == nil
 }
 
+// explainServerOnFailure logs, when the test fails, what the test bed knows of the server:
+// the hypervisor's lines about it and the end of its console (its init's and services'
+// output), so that a failure in CI says why the server did not answer.
+func explainServerOnFailure(t *testing.T, id string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		if data, err := os.ReadFile(os.Getenv("HYPERVISOR_LOG")); err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line, id) || strings.Contains(line, "leftover") {
+					t.Logf("hypervisor: %s", line)
+				}
+			}
+		}
+		console := filepath.Join(os.Getenv("HYPERVISOR_STATE"), "vms", id, "root", "var", "log", "console.log")
+		if data, err := os.ReadFile(console); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			t.Logf("console of server %s (last %d lines):\n%s", id, min(len(lines), 40), strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		} else {
+			t.Logf("no console of server %s: %v", id, err)
+		}
+	})
+}
+
 func TestTestBedServersRunTheirUserData(t *testing.T) {
 	t.Parallel()
 	ctx := harness.Ctx(t)
@@ -153,6 +179,7 @@ func TestTestBedServersRunTheirUserData(t *testing.T) {
 			_ = servers.Delete(context.Background(), cc, srv.ID).ExtractErr()
 		}
 	})
+	explainServerOnFailure(t, srv.ID)
 	waitForStatus(t, cc, srv.ID, "ACTIVE")
 	active := time.Since(start)
 
