@@ -76,7 +76,9 @@ start_provider() {
 # demo_server gives the examples something to act on: a "server" in the shape Nova leaves in
 # Neutron (a port with device_owner compute:nova and the server UUID as device_id) and a
 # Kubernetes Node for it labelled role=web, as the OpenStack cloud provider would register it.
-# There is no Nova or kubelet here; this is exactly what SecurityGroupAttachment looks at.
+# This is exactly what SecurityGroupAttachment looks at. The subnet etcd-members (on network
+# etcd-members, in the servers' range) is where examples/etcd/etcdcluster-openstack.yaml puts
+# its members' ports.
 demo_server() {
 	# shellcheck disable=SC1090
 	source "$(cluster/openstack.sh env)"
@@ -98,20 +100,23 @@ demo_server() {
 	if [[ -z $("${os[@]}" port list --device-id "${server}" -f value -c ID) ]]; then
 		"${os[@]}" port create --network dev-net --device-owner compute:nova --device "${server}" dev-web-1 >/dev/null
 	fi
-	log "demo server ${server}: node dev-web-1 (role=web), port on dev-net"
+	"${os[@]}" network show etcd-members >/dev/null 2>&1 || "${os[@]}" network create etcd-members >/dev/null
+	"${os[@]}" subnet show etcd-members >/dev/null 2>&1 ||
+		"${os[@]}" subnet create --network etcd-members --subnet-range 198.19.50.0/24 etcd-members >/dev/null
+	log "demo server ${server}: node dev-web-1 (role=web), port on dev-net; subnet etcd-members for etcd servers"
 }
 
-# wait_ready waits until every managed resource and every claim is Ready.
+# wait_ready waits until every managed resource and every composite is Ready.
 wait_ready() {
 	local deadline=$((SECONDS + READY_TIMEOUT)) pending kind
 	while :; do
 		pending=''
-		for kind in managed claim; do
+		for kind in managed composite; do
 			pending+=$(kubectl_ get "${kind}" -A -o jsonpath='{range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -v '=True$' || true)
 		done
 		[[ -z ${pending} ]] && return 0
 		if ((SECONDS > deadline)); then
-			kubectl_ get managed,claim -A -o wide >&2 || true
+			kubectl_ get managed,composite -A -o wide >&2 || true
 			die "not Ready after ${READY_TIMEOUT}s: ${pending//$'\n'/ }"
 		fi
 		sleep 2
@@ -126,13 +131,13 @@ cmd_up() {
 	demo_server
 	log "applying examples/"
 	kubectl_ create namespace shop --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
-	# Configs first, claims last: they need the ClusterProviderConfig.
+	# Configs first, composites last: they need the ClusterProviderConfig.
 	local d
 	for d in providerconfig network objectstorage etcd claims; do
 		kubectl_ apply -f "examples/${d}"
 	done
 	wait_ready
-	kubectl_ get managed,claim -A
+	kubectl_ get managed,composite -A
 	log "up in $((SECONDS - start))s. kubeconfig: $(kubeconfig); provider log: ${DEV_RUN}/e2e/logs/provider.log"
 	log "OpenStack CLI: source $(cluster/openstack.sh env); openstack --os-cloud demo port show dev-web-1"
 }

@@ -592,7 +592,8 @@ start_provider() {
 		--metrics-bind-address="127.0.0.1:${PROVIDER_METRICS_PORT}" \
 		--health-probe-bind-address="127.0.0.1:${PROVIDER_HEALTH_PORT}" \
 		--poll="${E2E_PROVIDER_POLL}" --debug \
-		--enable-local-machines --local-machines-dir="${MACHINES_DIR}" --etcd-binaries-dir="${ETCD_BINARIES}"
+		--enable-local-machines --local-machines-dir="${MACHINES_DIR}" --etcd-binaries-dir="${ETCD_BINARIES}" \
+		--etcd-provider-cidr=198.18.0.0/15
 	wait_for "the provider's /readyz" http_ok "http://127.0.0.1:${PROVIDER_HEALTH_PORT}/readyz"
 }
 

@@ -62,6 +62,7 @@ integration() {
 	source "$(cluster/versitygw.sh env)"
 	mkdir -p "${TEST_MACHINES_DIR}"
 	KUBEBUILDER_ASSETS=$(cluster/tools.sh path kube) ETCD_BINARIES_DIR=${ETCD_BINARIES_DIR} \
+		CLOUD_INIT=$(cluster/tools.sh path cloud-init) \
 		go test -count=1 -tags integration -timeout 40m "${go_test_flags[@]}" \
 		${TEST_RUN:+-run "${TEST_RUN}"} -v ./internal/... ./test/integration/... 2>&1 | tee "${REPO_ROOT}/_output/integration.log" |
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|test bed)|_test.go:[0-9]+:' || true
@@ -90,6 +91,8 @@ step "composition render tests" render
 step "etcd binaries" cluster/tools.sh etcd@v3.5.35 etcd@v3.6.16 etcd@v3.7.3
 ETCD_BINARIES_DIR=$(dirname "$(cluster/tools.sh path etcd@v3.6.16)")
 step "kubernetes binaries" cluster/tools.sh kube
+# Debian's cloud-init, unpacked, for the schema check of the members' user-data.
+step "cloud-init" cluster/tools.sh cloud-init
 if ! cluster/openstack.sh status >/dev/null 2>&1; then
 	started_openstack=1
 fi

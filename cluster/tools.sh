@@ -5,7 +5,7 @@
 #   cluster/tools.sh <tool>[@<version>]...   build (or find in the cache) each tool
 #   cluster/tools.sh all                     kube, etcd and crossplane-cli at their default versions
 #   cluster/tools.sh path <tool>[@<version>] print the cached binary directory (kube, etcd) or
-#                                            binary path (crossplane-cli, versitygw) or directory
+#                                            binary path (crossplane-cli, versitygw, cloud-init) or directory
 #                                            (crossplane-core, function-pat); builds nothing
 #
 # Tools:
@@ -18,6 +18,9 @@
 #                   next to it in crds/ (for CRDS_PATH); for the e2e tests, not part of `all`
 #   function-pat    function-patch-and-transform (binary `function`) with its package root
 #                   (crossplane.yaml + input CRD) copied next to it in package/; e2e, not in `all`
+#   cloud-init      Debian's cloud-init package, unpacked (never installed: installed, it would
+#                   run at the machine's next boot), with a `cloud-init` wrapper for the schema
+#                   checks of the user-data the provider writes; not part of `all`
 #
 # Why not `go install tool@version`: kubernetes and etcd carry replace directives that `go install`
 # refuses, and the Go proxy here refuses the version listing it asks for crossplane modules. Each
@@ -26,7 +29,7 @@
 #
 # Environment: CACHE_DIR (default <repo root>/.cache), KUBE_VERSION, KUBE_ETCD_VERSION,
 # ETCD_VERSION, CROSSPLANE_CLI_VERSION, VERSITYGW_VERSION, CROSSPLANE_CORE_VERSION,
-# FUNCTION_PAT_VERSION.
+# FUNCTION_PAT_VERSION, CLOUD_INIT_VERSION.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,6 +47,8 @@ CROSSPLANE_CORE_VERSION=${CROSSPLANE_CORE_VERSION:-v2.4.0}
 # v0.5.0 is the newest release whose whole dependency graph downloads through the proxy here
 # (v0.10.x do not).
 FUNCTION_PAT_VERSION=${FUNCTION_PAT_VERSION:-v0.5.0}
+# Debian 12's cloud-init (the version a bookworm image boots with), "v" + the Debian version.
+CLOUD_INIT_VERSION=${CLOUD_INIT_VERSION:-v22.4.2-1+deb12u4}
 
 # Static, reproducible binaries that do not depend on the build host's libc. GOWORK=off keeps a
 # go.work in the repository (if one appears) from capturing the scratch modules under .cache/.
@@ -133,6 +138,35 @@ build_etcd() {
 		gobuild "${dir}/etcdutl" go.etcd.io/etcd/etcdutl/v3
 	)
 	log "built etcd ${version} in $((SECONDS - start))s -> ${dir}"
+}
+
+# ---------------------------------------------------------------------------------------------
+# cloud-init
+
+cloud_init_path() { echo "${CACHE_DIR}/cloud-init/$1/cloud-init"; }
+
+build_cloud_init() {
+	local version=$1 wrapper dir
+	wrapper=$(cloud_init_path "${version}")
+	dir=$(dirname "${wrapper}")
+	all_exist "${wrapper}" && return 0
+	log "unpacking Debian's cloud-init ${version#v}"
+	rm -rf "${dir}.tmp"
+	mkdir -p "${dir}.tmp"
+	# apt-get download needs the package lists: refresh them once if the version is unknown.
+	if ! (cd "${dir}.tmp" && apt-get download -q "cloud-init=${version#v}") >/dev/null 2>&1; then
+		apt-get update -q >/dev/null 2>&1 || die "apt-get update failed"
+		(cd "${dir}.tmp" && apt-get download -q "cloud-init=${version#v}") >/dev/null 2>&1 ||
+			die "apt-get download cloud-init=${version#v} failed"
+	fi
+	dpkg-deb -x "${dir}.tmp"/cloud-init_*.deb "${dir}.tmp/root"
+	rm -f "${dir}.tmp"/cloud-init_*.deb
+	# shellcheck disable=SC2016 # "$@" is the wrapper's, not this script's.
+	printf '#!/bin/sh\n# Debian'"'"'s cloud-init %s, unpacked by cluster/tools.sh for cloud-init schema.\nPYTHONPATH=%s exec /usr/bin/python3 %s "$@"\n' \
+		"${version#v}" "${dir}/root/usr/lib/python3/dist-packages" "${dir}/root/usr/bin/cloud-init" >"${dir}.tmp/cloud-init"
+	chmod 755 "${dir}.tmp/cloud-init"
+	rm -rf "${dir}"
+	mv "${dir}.tmp" "${dir}"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -335,7 +369,8 @@ resolve() {
 	versitygw) VERSION=${VERSION:-${VERSITYGW_VERSION}} ;;
 	crossplane-core) VERSION=${VERSION:-${CROSSPLANE_CORE_VERSION}} ;;
 	function-pat) VERSION=${VERSION:-${FUNCTION_PAT_VERSION}} ;;
-	*) die "unknown tool '${NAME}' (kube, etcd, crossplane-cli, versitygw, crossplane-core, function-pat)" ;;
+	cloud-init) VERSION=${VERSION:-${CLOUD_INIT_VERSION}} ;;
+	*) die "unknown tool '${NAME}' (kube, etcd, crossplane-cli, versitygw, crossplane-core, function-pat, cloud-init)" ;;
 	esac
 	[[ "${VERSION}" == v* ]] || die "version '${VERSION}' of ${NAME} must start with v"
 }
@@ -349,6 +384,7 @@ tool_path() {
 	versitygw) versitygw_path "${VERSION}" ;;
 	crossplane-core) crossplane_core_dir "${VERSION}" ;;
 	function-pat) function_pat_dir "${VERSION}" ;;
+	cloud-init) cloud_init_path "${VERSION}" ;;
 	esac
 }
 
@@ -361,6 +397,7 @@ build_tool() {
 	versitygw) with_lock "versitygw-${VERSION}" build_versitygw "${VERSION}" ;;
 	crossplane-core) with_lock "crossplane-core-${VERSION}" build_crossplane_core "${VERSION}" ;;
 	function-pat) with_lock "function-pat-${VERSION}" build_function_pat "${VERSION}" ;;
+	cloud-init) with_lock "cloud-init-${VERSION}" build_cloud_init "${VERSION}" ;;
 	esac
 }
 

@@ -69,6 +69,7 @@ func main() {
 		enableLocalMachines = app.Flag("enable-local-machines", "Run the members of EtcdClusters with machines.type Local as processes on the provider's own host (development and tests only).").Default("false").Bool()
 		localMachinesDir    = app.Flag("local-machines-dir", "Where local etcd members keep their data, certificates and logs.").Default("/var/lib/provider-stackservices/machines").String()
 		etcdBinariesDir     = app.Flag("etcd-binaries-dir", "Directory with one folder per etcd version (v3.6.16/etcd...), for local machines.").Default("/usr/local/lib/provider-stackservices/etcd").String()
+		etcdProviderCIDRs   = app.Flag("etcd-provider-cidr", "Where the provider reaches etcd members on OpenStack servers from (its pods' or nodes' addresses, as the members' network sees them); repeat for several. The members' security group lets these reach the client port. Without it, EtcdClusters on OpenStack machines are refused.").Strings()
 	)
 	kingpin.MustParse(app.Parse(os.Args[1:]))
 
@@ -134,8 +135,9 @@ func main() {
 			// safe-start: controllers start when Crossplane activates their resources.
 			Gate: new(gate.Gate[schema.GroupVersionKind]),
 		},
-		PollJitter: *pollJitter,
-		Transfers:  transfers.New(transfers.InReconcile),
+		PollJitter:        *pollJitter,
+		Transfers:         transfers.New(transfers.InReconcile),
+		EtcdProviderCIDRs: *etcdProviderCIDRs,
 		OpenStack: openstack.NewConnector(mgr.GetClient(),
 			resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
 			openstack.NewSessionCache(openstack.SessionOptions{UserAgent: "provider-stackservices/" + version.Version})),

@@ -5,11 +5,11 @@
 //
 //   - local: processes on the provider's own host, each on its own 127.0.0.x address (for
 //     development and tests; see package local).
-//   - openstack (designed, not built yet): Allocate creates a Neutron port (the fixed IP is the
-//     member's address, known before the member joins the cluster), Start boots a Nova server on
-//     that port whose cloud-init user-data writes the certificates and the etcd configuration
-//     and starts etcd, Delete deletes the server and the port (and its volume), List reads the
-//     servers and ports tagged with the cluster's identity.
+//   - openstack: Allocate creates a Neutron port (the fixed IP is the member's address, known
+//     before the member joins the cluster), Start boots a Nova server on that port whose
+//     cloud-init user-data writes the certificates and the etcd configuration and starts etcd,
+//     Delete deletes the server and the port, List reads the ports and servers tagged with the
+//     cluster's identity (see package openstack).
 //
 // Allocating the address before starting is what makes a join safe: the member is added to the
 // etcd membership (as a learner) with its peer URL, and only then started with a configuration
@@ -56,6 +56,20 @@ type Machine struct {
 	// CertNotAfter is when the certificate the member was started with expires (zero until
 	// started).
 	CertNotAfter time.Time
+	// BootingUntil: a started machine may still be booting until then (a server builds,
+	// its OS boots, cloud-init starts etcd), so its member is not counted unhealthy before
+	// it. Zero: the member runs as soon as the machine is started (a process).
+	BootingUntil time.Time
+	// Server is the machine as a cloud reports it (nil for backends without servers).
+	Server *Server
+}
+
+// Server is what a cloud says of a machine's server: a person reads it in the cluster's
+// status when a member does not come up.
+type Server struct {
+	ID, Host, Zone, Status string
+	// Fault is the cloud's message of a server that failed (Nova's fault).
+	Fault string
 }
 
 // MemberConfig is how a machine's etcd member is configured. Every member serves TLS to peers

@@ -230,6 +230,9 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 		WrapTransport: wrap,
 		LocalMachines: e.Machines,
 		Transfers:     transfers.New(transfers.InReconcile),
+		// The host reaches the test bed's servers from the gateway addresses of their
+		// subnets, all inside the benchmarking range.
+		EtcdProviderCIDRs: []string{"198.18.0.0/15"},
 	}
 	if o.Crash != nil && o.Crash.AfterMachineStart != nil {
 		mo.LocalMachines = &crashingMachines{Machines: e.Machines, crash: o.Crash}
@@ -504,6 +507,22 @@ func (b *LogBuffer) Contains(s string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Contains(b.buf.Bytes(), []byte(s))
+}
+
+// Lines returns the lines the provider logged that contain s, the last max of them.
+func (b *LogBuffer) Lines(s string, max int) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
 }
 
 // Len is how many bytes the provider logged.

@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,6 +65,39 @@ func testNetwork(t *testing.T, name, cidr string) (networkID, subnetID string) {
 		t.Fatal(err)
 	}
 	return n.ID, sn.ID
+}
+
+var subnetsTaken sync.Mutex
+
+// freeServerSubnet picks a /24 of the servers' range (198.19.0.0/16) that no Neutron subnet
+// has, and makes the test's network on it: subnets a killed run left behind would otherwise
+// overlap the test's, and the hypervisor refuses to plug a server whose subnet the host
+// already routes elsewhere.
+func freeServerSubnet(t *testing.T, name string) (networkID, subnetID string, cidr netip.Prefix) {
+	t.Helper()
+	subnetsTaken.Lock()
+	defer subnetsTaken.Unlock()
+	pages, err := subnets.List(env.Neutron, subnets.ListOpts{}).AllPages(harness.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := subnets.ExtractSubnets(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, sn := range all {
+		used[sn.CIDR] = true
+	}
+	for third := 200; third < 255; third++ {
+		c := netip.MustParsePrefix(fmt.Sprintf("198.19.%d.0/24", third))
+		if !used[c.String()] {
+			networkID, subnetID = testNetwork(t, name, c.String())
+			return networkID, subnetID, c
+		}
+	}
+	t.Fatal("no free /24 left in 198.19.200.0-198.19.254.0: delete the leftover test networks")
+	return "", "", netip.Prefix{}
 }
 
 // etcdUserData is a #cloud-config like the one the OpenStack machines get: a unit that runs
@@ -158,8 +193,9 @@ func TestTestBedServersRunTheirUserData(t *testing.T) {
 	}
 	zones := strings.Fields(mustEnv(t, "TESTBED_ZONES"))
 	state := mustEnv(t, "HYPERVISOR_STATE")
-	const ip = "198.19.201.10"
-	netID, subnetID := testNetwork(t, "testbed-boot", "198.19.201.0/24")
+	netID, subnetID, cidr := freeServerSubnet(t, "testbed-boot")
+	ip := cidr.Addr().Next().Next().String() // .2: .1 is the gateway
+
 	port, err := ports.Create(ctx, env.Neutron, ports.CreateOpts{NetworkID: netID, FixedIPs: []ports.IP{{SubnetID: subnetID, IPAddress: ip}}}).Extract()
 	if err != nil {
 		t.Fatal(err)

@@ -26,16 +26,109 @@ const (
 	// loopback address. For development and tests: the provider must be started with
 	// --enable-local-machines.
 	MachinesLocal MachineType = "Local"
+	// MachinesOpenStack runs every member on a Nova server of its own, on a Neutron port made
+	// first (its fixed IP is the member's address), booted with cloud-init user-data that
+	// writes the member's certificate and configuration and starts etcd under systemd.
+	MachinesOpenStack MachineType = "OpenStack"
+)
+
+// Server group policies of OpenStack machines.
+const (
+	ServerGroupSoftAntiAffinity = "soft-anti-affinity"
+	ServerGroupAntiAffinity     = "anti-affinity"
 )
 
 // Machines say where members run.
+// +kubebuilder:validation:XValidation:rule="self.type != 'OpenStack' || has(self.openstack)",message="machines.type OpenStack needs machines.openstack (flavor, image, network)"
+// +kubebuilder:validation:XValidation:rule="self.type == 'OpenStack' || !has(self.openstack)",message="machines.openstack is only for machines.type OpenStack"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.openstack) || !has(self.openstack) || self.openstack == oldSelf.openstack",message="machines.openstack is immutable: members are placed where the cluster was created"
 type Machines struct {
 	// Type of machine every member runs on. Local: processes on the provider's host (the
 	// provider must run with --enable-local-machines; packaged deployments have it off).
-	// +kubebuilder:validation:Enum=Local
+	// OpenStack: a Nova server per member, in the project of the resource's ProviderConfig.
+	// +kubebuilder:validation:Enum=Local;OpenStack
 	// +kubebuilder:default=Local
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="machines.type is immutable: members cannot move to another kind of machine"
 	Type MachineType `json:"type"`
+
+	// OpenStack says how members' servers are made (type OpenStack).
+	// +optional
+	OpenStack *OpenStackMachines `json:"openstack,omitempty"`
+}
+
+// OpenStackMachines place members on Nova servers.
+// +kubebuilder:validation:XValidation:rule="has(self.network) != has(self.subnet)",message="name the members' network or their subnet, exactly one"
+type OpenStackMachines struct {
+	// Flavor of the servers, by name or ID.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Flavor string `json:"flavor"`
+
+	// Image of the servers, by name or ID. It must run cloud-init and systemd, and hold etcd
+	// at etcdPath (see there).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Image string `json:"image"`
+
+	// Network the members' ports are made on (name or ID); the port gets an address of one
+	// of its subnets.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Network *string `json:"network,omitempty"`
+
+	// Subnet the members' addresses come from (name or ID).
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Subnet *string `json:"subnet,omitempty"`
+
+	// AvailabilityZones members are spread over: each new member goes to the zone with the
+	// fewest members of the cluster. Empty: Nova's default zone.
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=255
+	// +listType=set
+	// +optional
+	AvailabilityZones []string `json:"availabilityZones,omitempty"`
+
+	// ServerGroupPolicy spreads members over hosts: soft-anti-affinity (the default) prefers
+	// different hosts, anti-affinity requires them (a member that finds no free host fails
+	// with Nova's "No valid host").
+	// +kubebuilder:validation:Enum=soft-anti-affinity;anti-affinity
+	// +kubebuilder:default=soft-anti-affinity
+	// +optional
+	ServerGroupPolicy string `json:"serverGroupPolicy,omitempty"`
+
+	// KeyPair to put on the servers (for a person's SSH access), by name.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	KeyPair *string `json:"keyPair,omitempty"`
+
+	// SecurityGroups (IDs) added to every member's port, besides the cluster's own group
+	// (2380 from members only; 2379 from members, the provider and clientCIDRs).
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	// +listType=set
+	// +optional
+	SecurityGroups []string `json:"securityGroups,omitempty"`
+
+	// ClientCIDRs may reach the members' client port (2379), besides the members and the
+	// provider.
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="clientCIDRs must be CIDRs such as 10.0.0.0/8"
+	// +kubebuilder:validation:items:MaxLength=49
+	// +listType=set
+	// +optional
+	ClientCIDRs []string `json:"clientCIDRs,omitempty"`
+
+	// EtcdPath is where the image holds etcd, with {version} standing for the version
+	// (3.6.16): /opt/etcd/v{version}/etcd, the default, is where the provider's documented
+	// image recipe puts each release. etcdutl must sit next to it (restores use it).
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._/{}-]+$`
+	// +kubebuilder:default="/opt/etcd/v{version}/etcd"
+	// +optional
+	EtcdPath string `json:"etcdPath,omitempty"`
 }
 
 // TLS settings of a cluster. The provider generates the cluster's CA; peers and clients both
@@ -171,10 +264,24 @@ type MemberObservation struct {
 	MachineID string `json:"machineID,omitempty"`
 	// MachineState is Allocated, Running or Stopped.
 	MachineState string `json:"machineState,omitempty"`
+	// Server is the member's machine as its backend reports it: for OpenStack machines the
+	// server's ID, host, availability zone and status (with Nova's fault message when it
+	// failed).
+	// +optional
+	Server *ServerObservation `json:"server,omitempty"`
 	// UnhealthySince is when the provider first saw the member unhealthy.
 	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
 	// CertificateNotAfter is when the member's certificate expires.
 	CertificateNotAfter *metav1.Time `json:"certificateNotAfter,omitempty"`
+}
+
+// ServerObservation is a member's server.
+type ServerObservation struct {
+	ID     string `json:"id,omitempty"`
+	Host   string `json:"host,omitempty"`
+	Zone   string `json:"zone,omitempty"`
+	Status string `json:"status,omitempty"`
+	Fault  string `json:"fault,omitempty"`
 }
 
 // EtcdClusterObservation is the observed state of an EtcdCluster.

@@ -14,6 +14,13 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
+const (
+	errFmtNoNetwork    = "there is no network %q"
+	errFmtManyNetworks = "more than one network is named %q: name it by ID"
+	errFmtNoSubnet     = "there is no subnet %q"
+	errFmtManySubnets  = "more than one subnet is named %q: name it by ID"
+)
+
 // A SecurityGroup as Neutron reports it, rules included.
 type SecurityGroup struct {
 	ID             string    `json:"id"`
@@ -58,7 +65,41 @@ type Port struct {
 	SecurityGroups []string `json:"security_groups"`
 	RevisionNumber int64    `json:"revision_number"`
 	// PortSecurityEnabled false means the port takes no security groups at all.
-	PortSecurityEnabled *bool `json:"port_security_enabled,omitempty"`
+	PortSecurityEnabled *bool     `json:"port_security_enabled,omitempty"`
+	Description         string    `json:"description"`
+	MACAddress          string    `json:"mac_address"`
+	FixedIPs            []FixedIP `json:"fixed_ips"`
+	NetworkID           string    `json:"network_id"`
+	CreatedAt           time.Time `json:"created_at"`
+}
+
+// A FixedIP is an address a port has on a subnet.
+type FixedIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+// PortSettings are what a port is created with.
+type PortSettings struct {
+	Name, Description, NetworkID, SubnetID string
+	SecurityGroups                         []string
+}
+
+// Networks is the part of Neutron's API that makes ports of machines.
+type Networks interface {
+	// FindNetwork returns the ID of the network with this ID or name.
+	FindNetwork(ctx context.Context, nameOrID string) (string, error)
+	// FindSubnet returns the IDs of the subnet with this ID or name and of its network.
+	FindSubnet(ctx context.Context, nameOrID string) (networkID, subnetID string, err error)
+	// CreatePort creates a port with an address of the subnet (any of the network's when
+	// SubnetID is empty).
+	CreatePort(ctx context.Context, s PortSettings) (*Port, error)
+	// ListPortsByDescription returns the ports whose description is exactly this. (Neutron
+	// before 2023.2 cannot tag a port as it creates it; a description can, so a port is never
+	// made without the identity it is found by.)
+	ListPortsByDescription(ctx context.Context, description string) ([]Port, error)
+	// DeletePort deletes a port.
+	DeletePort(ctx context.Context, id string) error
 }
 
 // SecurityGroups is the part of Neutron's API that manages security groups and their rules.
@@ -111,6 +152,7 @@ type neutron struct {
 var (
 	_ SecurityGroups = &neutron{}
 	_ Ports          = &neutron{}
+	_ Networks       = &neutron{}
 )
 
 func (n *neutron) GetSecurityGroup(ctx context.Context, id string) (*SecurityGroup, error) {
@@ -318,6 +360,90 @@ func (n *neutron) SetPortSecurityGroups(ctx context.Context, id string, security
 		return nil, err
 	}
 	return &body.Port, nil
+}
+
+func (n *neutron) FindNetwork(ctx context.Context, nameOrID string) (string, error) {
+	var body struct {
+		Networks []struct {
+			ID string `json:"id"`
+		} `json:"networks"`
+	}
+	for _, key := range []string{"id", "name"} {
+		q := url.Values{key: []string{nameOrID}}
+		if _, err := n.c.Get(ctx, n.c.ServiceURL("networks")+"?"+q.Encode(), &body, nil); err != nil {
+			return "", err
+		}
+		switch len(body.Networks) {
+		case 0:
+			continue
+		case 1:
+			return body.Networks[0].ID, nil
+		}
+		return "", errors.Errorf(errFmtManyNetworks, nameOrID)
+	}
+	return "", errors.Errorf(errFmtNoNetwork, nameOrID)
+}
+
+func (n *neutron) FindSubnet(ctx context.Context, nameOrID string) (string, string, error) {
+	var body struct {
+		Subnets []struct {
+			ID        string `json:"id"`
+			NetworkID string `json:"network_id"`
+		} `json:"subnets"`
+	}
+	for _, key := range []string{"id", "name"} {
+		q := url.Values{key: []string{nameOrID}}
+		if _, err := n.c.Get(ctx, n.c.ServiceURL("subnets")+"?"+q.Encode(), &body, nil); err != nil {
+			return "", "", err
+		}
+		switch len(body.Subnets) {
+		case 0:
+			continue
+		case 1:
+			return body.Subnets[0].NetworkID, body.Subnets[0].ID, nil
+		}
+		return "", "", errors.Errorf(errFmtManySubnets, nameOrID)
+	}
+	return "", "", errors.Errorf(errFmtNoSubnet, nameOrID)
+}
+
+func (n *neutron) CreatePort(ctx context.Context, s PortSettings) (*Port, error) {
+	p := map[string]any{
+		"name": s.Name, "description": s.Description, "network_id": s.NetworkID,
+		"security_groups": s.SecurityGroups,
+	}
+	if s.SubnetID != "" {
+		p["fixed_ips"] = []map[string]string{{"subnet_id": s.SubnetID}}
+	}
+	var body struct {
+		Port Port `json:"port"`
+	}
+	if _, err := n.c.Post(ctx, n.c.ServiceURL("ports"), map[string]any{"port": p}, &body, &gophercloud.RequestOpts{OkCodes: []int{http.StatusCreated}}); err != nil {
+		return nil, err
+	}
+	return &body.Port, nil
+}
+
+func (n *neutron) ListPortsByDescription(ctx context.Context, description string) ([]Port, error) {
+	var body struct {
+		Ports []Port `json:"ports"`
+	}
+	q := url.Values{"description": []string{description}}
+	if _, err := n.c.Get(ctx, n.c.ServiceURL("ports")+"?"+q.Encode(), &body, nil); err != nil {
+		return nil, err
+	}
+	out := body.Ports[:0]
+	for _, p := range body.Ports {
+		if p.Description == description {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (n *neutron) DeletePort(ctx context.Context, id string) error {
+	_, err := n.c.Delete(ctx, n.c.ServiceURL("ports", id), &gophercloud.RequestOpts{OkCodes: []int{http.StatusNoContent}})
+	return err
 }
 
 // ifMatch makes Neutron refuse a write when the resource changed since it was read (412).

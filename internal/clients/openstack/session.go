@@ -83,6 +83,29 @@ func (s *Session) Ports() Ports { return s.neutron() }
 
 func (s *Session) neutron() *neutron { return &neutron{c: s.network, extensions: s.extensions} }
 
+// Networks returns the session's Neutron API for members' ports.
+func (s *Session) Networks() Networks { return s.neutron() }
+
+// Compute returns the session's Nova API. Clouds without Nova fail here, not at login: only
+// resources that make servers need it.
+func (s *Session) Compute() (Compute, error) {
+	c, err := openstack.NewComputeV2(s.provider, s.endpoint)
+	if err != nil {
+		return nil, errors.Wrap(err, errComputeEndpoint)
+	}
+	c.Microversion = ComputeMicroversion
+	return &nova{c: c}, nil
+}
+
+// Images returns the session's Glance API.
+func (s *Session) Images() (Images, error) {
+	c, err := openstack.NewImageV2(s.provider, s.endpoint)
+	if err != nil {
+		return nil, errors.Wrap(err, errImageEndpoint)
+	}
+	return &glance{c: c}, nil
+}
+
 // A SessionCache keeps one Session per ProviderConfig, so that reconciles reuse a token instead
 // of logging in every time. A session is replaced when the ProviderConfig or its credentials
 // change: the fingerprint of both is part of the cache entry.

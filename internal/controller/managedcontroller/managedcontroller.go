@@ -43,6 +43,10 @@ type Options struct {
 	// provider was started without --enable-local-machines.
 	LocalMachines machines.Machines
 
+	// EtcdProviderCIDRs are the addresses the provider reaches etcd members from; the
+	// members' security groups let them in (OpenStack machines need at least one).
+	EtcdProviderCIDRs []string
+
 	// WrapTransport, when set, wraps the HTTP transport of the S3 clients; tests count calls
 	// with it. (OpenStack sessions take theirs from the session cache's options.)
 	WrapTransport func(http.RoundTripper) http.RoundTripper

@@ -29,20 +29,12 @@ const (
 	certFile = "member.crt"
 	keyFile  = "member.key"
 
-	errNoVersion     = "the member configuration names no etcd version"
-	errNoInitial     = "the member configuration has no initial cluster"
-	errNoToken       = "the member configuration has no initial cluster token"
-	errNoTLS         = "the member configuration lacks the CA certificate, the member certificate or its key"
-	errFmtState      = "the initial cluster state must be new or existing, not %q"
-	errNegativeQuota = "the backend quota cannot be negative"
-	errBadRestore    = "the snapshot to restore needs a URL, a size and a SHA-256"
-	errRestoreJoin   = "only the members of a new cluster are restored from a snapshot; a joining member gets its data from the cluster"
-	errWriteTLS      = "cannot write the member's certificates"
-	errOpenLog       = "cannot open etcd.log"
-	errExec          = "cannot start etcd"
-	errWritePID      = "cannot write etcd.pid"
-	errFmtEarlyExit  = "etcd exited within %s of starting; the end of %s:\n%s"
-	errFmtConfig     = "cannot start machine %s of cluster %s"
+	errWriteTLS     = "cannot write the member's certificates"
+	errOpenLog      = "cannot open etcd.log"
+	errExec         = "cannot start etcd"
+	errWritePID     = "cannot write etcd.pid"
+	errFmtEarlyExit = "etcd exited within %s of starting; the end of %s:\n%s"
+	errFmtConfig    = "cannot start machine %s of cluster %s"
 )
 
 // Start starts the machine's member with cfg. A member that runs already is left alone, with
@@ -88,7 +80,7 @@ func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.
 // prepare checks the configuration, writes the certificates and returns the record with the
 // command line that starts the member.
 func (b *Backend) prepare(dir string, r record, cfg machines.MemberConfig) (record, error) {
-	if err := validate(cfg); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return r, errors.Wrapf(err, errFmtConfig, r.Name, r.Cluster)
 	}
 	bin, err := b.binary(cfg.Version)
@@ -102,28 +94,6 @@ func (b *Backend) prepare(dir string, r record, cfg machines.MemberConfig) (reco
 	r.CertNotAfter = cfg.CertNotAfter.UTC()
 	r.Command = append([]string{bin}, etcdArgs(dir, r, cfg)...)
 	return r, nil
-}
-
-func validate(cfg machines.MemberConfig) error {
-	switch {
-	case cfg.Version == "":
-		return errors.New(errNoVersion)
-	case cfg.InitialCluster == "":
-		return errors.New(errNoInitial)
-	case cfg.InitialClusterState != "new" && cfg.InitialClusterState != "existing":
-		return errors.Errorf(errFmtState, cfg.InitialClusterState)
-	case cfg.InitialClusterToken == "":
-		return errors.New(errNoToken)
-	case len(cfg.CA) == 0 || len(cfg.Cert) == 0 || len(cfg.Key) == 0:
-		return errors.New(errNoTLS)
-	case cfg.QuotaBackendBytes < 0:
-		return errors.New(errNegativeQuota)
-	case cfg.Restore != nil && (cfg.Restore.URL == "" || cfg.Restore.Size <= 0 || len(cfg.Restore.SHA256) != 64):
-		return errors.New(errBadRestore)
-	case cfg.Restore != nil && cfg.InitialClusterState != "new":
-		return errors.New(errRestoreJoin)
-	}
-	return nil
 }
 
 // writeTLS writes the certificates the member reads at start. Only the key is secret, but the
@@ -144,44 +114,13 @@ func writeTLS(dir string, cfg machines.MemberConfig) error {
 	return nil
 }
 
-// etcdArgs are the flags of a member: TLS with client certificates required on both the client
-// and the peer port. Every flag is spelled the same in etcd 3.5, 3.6 and 3.7, and in the
-// --flag=value form, which etcd's flag parser reads for booleans too.
+// etcdArgs are the flags of a local member, whose files are under dir.
 func etcdArgs(dir string, r record, cfg machines.MemberConfig) []string {
 	tls := filepath.Join(dir, tlsDir)
-	ca, cert, key := filepath.Join(tls, caFile), filepath.Join(tls, certFile), filepath.Join(tls, keyFile)
-	args := []string{
-		"--name=" + r.Name,
-		"--data-dir=" + filepath.Join(dir, dataDir),
-		"--listen-peer-urls=" + r.PeerURL,
-		"--listen-client-urls=" + r.ClientURL,
-		"--initial-advertise-peer-urls=" + r.PeerURL,
-		"--advertise-client-urls=" + r.ClientURL,
-		"--initial-cluster=" + cfg.InitialCluster,
-		"--initial-cluster-state=" + cfg.InitialClusterState,
-		"--initial-cluster-token=" + cfg.InitialClusterToken,
-		"--cert-file=" + cert,
-		"--key-file=" + key,
-		"--trusted-ca-file=" + ca,
-		"--client-cert-auth=true",
-		"--peer-cert-file=" + cert,
-		"--peer-key-file=" + key,
-		"--peer-trusted-ca-file=" + ca,
-		"--peer-client-cert-auth=true",
-	}
-	if cfg.QuotaBackendBytes > 0 {
-		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(cfg.QuotaBackendBytes, 10))
-	}
-	if cfg.AutoCompactionMode != "" {
-		args = append(args, "--auto-compaction-mode="+cfg.AutoCompactionMode)
-	}
-	if cfg.AutoCompactionRetention != "" {
-		args = append(args, "--auto-compaction-retention="+cfg.AutoCompactionRetention)
-	}
-	if cfg.SnapshotCount > 0 {
-		args = append(args, "--snapshot-count="+strconv.FormatUint(cfg.SnapshotCount, 10))
-	}
-	return args
+	return cfg.Args(r.Name, r.PeerURL, r.ClientURL, machines.MemberPaths{
+		DataDir: filepath.Join(dir, dataDir),
+		CA:      filepath.Join(tls, caFile), Cert: filepath.Join(tls, certFile), Key: filepath.Join(tls, keyFile),
+	})
 }
 
 // launch starts r.Command with its output appended to etcd.log, records the pid in

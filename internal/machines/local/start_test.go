@@ -81,49 +81,6 @@ func TestEtcdArgs(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
-	ok := machines.MemberConfig{
-		Version: "3.6.16", InitialCluster: "m0=https://127.0.2.1:2380", InitialClusterState: "new",
-		InitialClusterToken: "t", CA: []byte("ca"), Cert: []byte("cert"), Key: []byte("key"),
-	}
-	cases := map[string]struct {
-		mod     func(*machines.MemberConfig)
-		wantErr string
-	}{
-		"Valid":            {mod: func(*machines.MemberConfig) {}},
-		"Existing":         {mod: func(c *machines.MemberConfig) { c.InitialClusterState = "existing" }},
-		"NoVersion":        {mod: func(c *machines.MemberConfig) { c.Version = "" }, wantErr: errNoVersion},
-		"NoInitialCluster": {mod: func(c *machines.MemberConfig) { c.InitialCluster = "" }, wantErr: errNoInitial},
-		"BadState":         {mod: func(c *machines.MemberConfig) { c.InitialClusterState = "New" }, wantErr: fmt.Sprintf(errFmtState, "New")},
-		"NoToken":          {mod: func(c *machines.MemberConfig) { c.InitialClusterToken = "" }, wantErr: errNoToken},
-		"NoKey":            {mod: func(c *machines.MemberConfig) { c.Key = nil }, wantErr: errNoTLS},
-		"NegativeQuota":    {mod: func(c *machines.MemberConfig) { c.QuotaBackendBytes = -1 }, wantErr: errNegativeQuota},
-		"Restore": {mod: func(c *machines.MemberConfig) {
-			c.Restore = &machines.RestoreSource{URL: "http://s3/b/k?X-Amz-Signature=x", Size: 1, SHA256: strings.Repeat("a", 64)}
-		}},
-		"RestoreWithoutChecksum": {mod: func(c *machines.MemberConfig) {
-			c.Restore = &machines.RestoreSource{URL: "http://s3/b/k", Size: 1}
-		}, wantErr: errBadRestore},
-		"RestoreIntoAJoin": {mod: func(c *machines.MemberConfig) {
-			c.InitialClusterState = "existing"
-			c.Restore = &machines.RestoreSource{URL: "http://s3/b/k", Size: 1, SHA256: strings.Repeat("a", 64)}
-		}, wantErr: errRestoreJoin},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := ok
-			tc.mod(&c)
-			got := ""
-			if err := validate(c); err != nil {
-				got = err.Error()
-			}
-			if got != tc.wantErr {
-				t.Errorf("validate(...) = %q, want %q", got, tc.wantErr)
-			}
-		})
-	}
-}
-
 func TestMemberEnv(t *testing.T) {
 	got := memberEnv([]string{"PATH=/bin", "ETCD_NAME=x", "HOME=/root", "ETCDCTL_API=3", "MY_ETCD_DIR=/x"})
 	want := []string{"PATH=/bin", "HOME=/root", "ETCDCTL_API=3", "MY_ETCD_DIR=/x"}

@@ -30,6 +30,7 @@ import (
 	"github.com/stackservices/provider-stackservices/apis/common"
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
+	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	"github.com/stackservices/provider-stackservices/internal/clients/s3"
 	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
@@ -92,13 +93,15 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	}
 	return managedcontroller.Setup(mgr, o, Kind,
 		managedcontroller.WithExternalConnector[*v1alpha1.EtcdCluster](&connector{
-			kube:       mgr.GetClient(),
-			local:      o.LocalMachines,
-			newCluster: etcdclient.New,
-			record:     managedcontroller.Recorder(mgr, Kind),
-			backups:    b,
-			newObjects: newObjects,
-			transfers:  o.ReconcileTransfers(),
+			kube:          mgr.GetClient(),
+			local:         o.LocalMachines,
+			openstack:     o.OpenStack,
+			providerCIDRs: o.EtcdProviderCIDRs,
+			newCluster:    etcdclient.New,
+			record:        managedcontroller.Recorder(mgr, Kind),
+			backups:       b,
+			newObjects:    newObjects,
+			transfers:     o.ReconcileTransfers(),
 		}),
 		// A bootstrap from a backup streams the backup to each member first.
 		managed.WithTimeout(reconcileTimeout),
@@ -146,16 +149,21 @@ func converging(cr *v1alpha1.EtcdCluster) bool {
 type clusterFactory func(ctx context.Context, endpoints []string, cfg *tls.Config) (etcdclient.Cluster, error)
 
 type connector struct {
-	kube       client.Client
-	local      machines.Machines
-	newCluster clusterFactory
-	record     event.Recorder
-	backups    *backups
-	newObjects func(s3.Config) (s3.Objects, error)
-	transfers  *transfers.Limiter
+	kube  client.Client
+	local machines.Machines
+	// openstack connects clusters with OpenStack machines to their ProviderConfig's cloud.
+	openstack openstack.SessionConnector
+	// providerCIDRs are where the provider reaches members from (--etcd-provider-cidr);
+	// empty, OpenStack machines are refused.
+	providerCIDRs []string
+	newCluster    clusterFactory
+	record        event.Recorder
+	backups       *backups
+	newObjects    func(s3.Config) (s3.Objects, error)
+	transfers     *transfers.Limiter
 }
 
-func (c *connector) Connect(_ context.Context, cr *v1alpha1.EtcdCluster) (managed.TypedExternalClient[*v1alpha1.EtcdCluster], error) {
+func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdCluster) (managed.TypedExternalClient[*v1alpha1.EtcdCluster], error) {
 	var backend machines.Machines
 	switch t := cr.Spec.ForProvider.Machines.Type; t {
 	case v1alpha1.MachinesLocal, "":
@@ -163,6 +171,11 @@ func (c *connector) Connect(_ context.Context, cr *v1alpha1.EtcdCluster) (manage
 			return nil, errors.New(errLocalDisabled)
 		}
 		backend = c.local
+	case v1alpha1.MachinesOpenStack:
+		var err error
+		if backend, err = c.openstackMachines(ctx, cr); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, errors.Errorf(errFmtMachineType, t)
 	}
@@ -468,6 +481,11 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 	}
 	if len(ms) > 0 {
 		e.record.Event(cr, event.Normal(reasonDeletedMachines, fmt.Sprintf("Deleted %d machines and their data", len(ms))))
+	}
+	if cr.Spec.ForProvider.Machines.Type == v1alpha1.MachinesOpenStack {
+		if err := deleteMemberGroup(ctx, e.kube, cr); err != nil {
+			return managed.ExternalDelete{}, err
+		}
 	}
 	return managed.ExternalDelete{}, authority.Delete(ctx, e.kube, cr)
 }

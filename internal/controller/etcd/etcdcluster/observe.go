@@ -143,7 +143,11 @@ func (o *observation) join(ctx context.Context, cl etcdclient.Cluster, raw []etc
 		if m.plan.Healthy && m.plan.Machine == etcd.MachineStopped {
 			m.plan.Machine = etcd.MachineRunning
 		}
-		if !m.plan.Healthy {
+		// A new member's machine that is still booting is not held against it: the clock
+		// starts when it should be up (a Nova server takes tens of seconds; a process, none).
+		// A voter ran before: it gets no such time.
+		booting := m.plan.Learner && m.machine != nil && m.plan.Machine == etcd.MachineRunning && now.Before(m.machine.BootingUntil)
+		if !m.plan.Healthy && !booting {
 			m.plan.UnhealthySince = now
 			if since, ok := unhealthySince[m.plan.Name]; ok && since.Before(now) {
 				m.plan.UnhealthySince = since
@@ -258,6 +262,9 @@ func (o *observation) writeStatus(cr *v1alpha1.EtcdCluster) {
 		}
 		if m.machine != nil {
 			mo.MachineID, mo.MachineState = m.machine.Address, string(m.machine.State)
+			if sv := m.machine.Server; sv != nil {
+				mo.Server = &v1alpha1.ServerObservation{ID: sv.ID, Host: sv.Host, Zone: sv.Zone, Status: sv.Status, Fault: sv.Fault}
+			}
 		}
 		if !m.plan.UnhealthySince.IsZero() {
 			mo.UnhealthySince = &metav1.Time{Time: m.plan.UnhealthySince}

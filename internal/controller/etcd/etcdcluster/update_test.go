@@ -85,3 +85,58 @@ func TestUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestBootingMachinesAreNotJudged: a member that does not answer is unhealthy from the first
+// look, unless it is a new member (a learner) whose machine may still be booting (a Nova
+// server builds and boots for tens of seconds): then the clock that leads to its
+// replacement has not started. A voter ran before, and gets no such time.
+func TestBootingMachinesAreNotJudged(t *testing.T) {
+	cases := map[string]struct {
+		learner       bool
+		bootingFor    time.Duration
+		wantUnhealthy bool
+	}{
+		"AProcess":               {learner: true, wantUnhealthy: true},
+		"ALearnersServerBooting": {learner: true, bootingFor: time.Hour},
+		"AServerBootedAgo":       {learner: true, bootingFor: -time.Minute, wantUnhealthy: true},
+		"AVoter":                 {bootingFor: time.Hour, wantUnhealthy: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			sim := newSimulated()
+			now := time.Now()
+			e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
+				now: func() time.Time { return now }, sleep: func(context.Context, time.Duration) error { return nil }}
+			cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3})
+			cr.SetUID("uid")
+			if _, err := e.Create(ctx, cr); err != nil {
+				t.Fatal(err)
+			}
+			// db-2 has not answered yet: its member has published no client URL.
+			sim.mu.Lock()
+			for i := range sim.members {
+				if sim.members[i].Name == "db-2" {
+					sim.members[i].ClientURLs, sim.members[i].IsLearner = nil, tc.learner
+				}
+			}
+			if tc.bootingFor != 0 {
+				sim.machines[2].BootingUntil = now.Add(tc.bootingFor)
+			}
+			sim.mu.Unlock()
+			if _, err := e.Observe(ctx, cr); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range cr.Status.AtProvider.Members {
+				if m.Name != "db-2" {
+					continue
+				}
+				if got := m.UnhealthySince != nil; got != tc.wantUnhealthy {
+					t.Errorf("db-2 unhealthy since %v, want a time: %t", m.UnhealthySince, tc.wantUnhealthy)
+				}
+				return
+			}
+			t.Errorf("db-2 is not in the status: %+v", cr.Status.AtProvider.Members)
+		})
+	}
+}

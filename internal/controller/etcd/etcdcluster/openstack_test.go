@@ -1,0 +1,121 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	netv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+)
+
+func openstackCluster() *v1alpha1.EtcdCluster {
+	cr := cluster("orders", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3, Machines: v1alpha1.Machines{
+		Type: v1alpha1.MachinesOpenStack, OpenStack: &v1alpha1.OpenStackMachines{Flavor: "f", Image: "i", Subnet: ptr.To("s"), ClientCIDRs: []string{"10.0.0.0/8"}},
+	}})
+	cr.SetUID("uid")
+	cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "team"}
+	return cr
+}
+
+func TestConnectRefusesOpenStackMachinesWithoutProviderCIDRs(t *testing.T) {
+	c := &connector{}
+	_, err := c.Connect(context.Background(), openstackCluster())
+	if err == nil || !strings.Contains(err.Error(), "--etcd-provider-cidr") {
+		t.Errorf("Connect(...) = %v, want an error that names --etcd-provider-cidr", err)
+	}
+}
+
+func TestEnsureMemberGroup(t *testing.T) {
+	ctx := context.Background()
+	s := kruntime.NewScheme()
+	if err := netv1alpha1.SchemeBuilder.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	cr := openstackCluster()
+	kube := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&netv1alpha1.SecurityGroup{}).Build()
+	key := client.ObjectKey{Namespace: "ns", Name: "orders-members"}
+
+	// Made on first use, owned by the cluster, on the cluster's ProviderConfig.
+	_, err := ensureMemberGroup(ctx, kube, cr, []string{"198.18.0.0/15"})
+	if !errors.As(err, new(groupNotReady)) {
+		t.Fatalf("first call: %v, want it to wait for the group", err)
+	}
+	sg := &netv1alpha1.SecurityGroup{}
+	if err := kube.Get(ctx, key, sg); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(sg, cr) || sg.Spec.ProviderConfigReference.Name != "team" {
+		t.Errorf("group owners %v, config %v: want the cluster's", sg.GetOwnerReferences(), sg.Spec.ProviderConfigReference)
+	}
+	var got []string
+	for _, r := range sg.Spec.ForProvider.Rules {
+		remote := ptr.Deref(r.RemoteIPPrefix, "")
+		if r.RemoteGroupRef != nil {
+			remote = "group " + r.RemoteGroupRef.Name
+		}
+		got = append(got, fmt.Sprintf("%s %s %d-%d %s", r.Direction, *r.Protocol, *r.PortRangeMin, *r.PortRangeMax, remote))
+	}
+	want := []string{
+		"ingress tcp 2380-2380 group orders-members", "ingress tcp 2379-2379 group orders-members",
+		"ingress tcp 2379-2379 10.0.0.0/8", "ingress tcp 2379-2379 198.18.0.0/15",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rules: -want, +got:\n%s", diff)
+	}
+
+	// A tenant opens the peer port to everyone: the next call puts the rules back. Once
+	// Neutron has it, the group's ID is returned.
+	sg.Spec.ForProvider.Rules[0].RemoteGroupRef, sg.Spec.ForProvider.Rules[0].RemoteIPPrefix = nil, ptr.To("0.0.0.0/0")
+	meta.SetExternalName(sg, "sg-id")
+	if err := kube.Update(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	sg.Status.AtProvider.ID = "sg-id"
+	if err := kube.Status().Update(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	id, err := ensureMemberGroup(ctx, kube, cr, []string{"198.18.0.0/15"})
+	if err != nil || id != "sg-id" {
+		t.Fatalf("ensureMemberGroup = %q, %v; want sg-id", id, err)
+	}
+	if err := kube.Get(ctx, key, sg); err != nil {
+		t.Fatal(err)
+	}
+	if r := sg.Spec.ForProvider.Rules[0]; r.RemoteIPPrefix != nil || r.RemoteGroupRef == nil {
+		t.Errorf("the opened peer rule was not put back: %+v", r)
+	}
+
+	// A group of that name someone else made is never taken over.
+	other := openstackCluster()
+	other.SetUID("another-uid")
+	if _, err := ensureMemberGroup(ctx, kube, other, []string{"198.18.0.0/15"}); err == nil || !strings.Contains(err.Error(), "does not belong to this cluster") {
+		t.Errorf("another cluster of the same name: %v, want a refusal", err)
+	}
+
+	// Delete removes the cluster's own group only.
+	if err := deleteMemberGroup(ctx, kube, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, key, sg); err != nil {
+		t.Errorf("deleting for another cluster removed the group: %v", err)
+	}
+	if err := deleteMemberGroup(ctx, kube, cr); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, key, sg); err == nil {
+		t.Error("the group outlived its cluster's Delete")
+	}
+}

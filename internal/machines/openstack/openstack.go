@@ -1,0 +1,467 @@
+// Package openstack runs etcd members on Nova servers, one per member.
+//
+// Allocate makes the member's Neutron port first: its fixed IP is the member's address, known
+// before the member joins the cluster (its peer URL goes into the membership, its address into
+// its certificate). Start boots a server on that port whose cloud-init user-data writes the
+// member's certificate and key and a systemd unit that runs etcd from the image. Delete deletes
+// the server, waits until Nova has, then deletes the port; the cluster's server group goes with
+// its last machine. List reads the ports by the cluster's identity (in their description, which
+// Neutron takes in the create call) and the servers by the cluster's tag (which Nova takes in
+// the create call), so nothing is ever made that List cannot find.
+package openstack
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	osclient "github.com/stackservices/provider-stackservices/internal/clients/openstack"
+	"github.com/stackservices/provider-stackservices/internal/machines"
+)
+
+const (
+	errListPorts        = "cannot list the cluster's ports"
+	errListServers      = "cannot list the cluster's servers"
+	errCreatePort       = "cannot create the member's port"
+	errCreateServer     = "cannot create the member's server"
+	errDeleteServer     = "cannot delete the member's server"
+	errDeletePort       = "cannot delete the member's port"
+	errServerGroup      = "cannot find or create the cluster's server group"
+	errDeleteSrvGroup   = "cannot delete the cluster's server group"
+	errNetwork          = "cannot find the members' network or subnet"
+	errFlavor           = "cannot find the members' flavor"
+	errImage            = "cannot find the members' image"
+	errSecurityGroup    = "the cluster's security group is not ready"
+	errNoAddress        = "the member's port has no fixed IP"
+	errFmtNotAllocated  = "there is no port for member %s: allocate it first"
+	errFmtStillDeleting = "the server of member %s is still being deleted; its port goes once it is gone"
+	errRestore          = "restoring onto OpenStack machines is not supported yet: restore into a cluster with Local machines, or create the cluster without restore"
+
+	// Metadata keys and tag prefixes that tie servers and ports to a cluster and a member.
+	clusterTagPrefix = "etcd-cluster:"
+	metaMember       = "etcd-member"
+	metaVersion      = "etcd-version"
+	metaCertNotAfter = "etcd-cert-not-after"
+	// metaZone is the zone the server was asked for: Nova shows the zone it runs in only
+	// once it is scheduled, and members of a bootstrap are all asked for before any is.
+	metaZone = "etcd-zone"
+	// metaCreated is when Start asked for the server (a server building for too long is
+	// replaced).
+	metaCreated       = "etcd-created"
+	portNamePrefix    = "etcd-"
+	serverGroupPrefix = "etcd-"
+
+	// deleteWait is how long Delete waits for Nova to finish deleting a server before it
+	// returns (and is called again).
+	deleteWait = 30 * time.Second
+)
+
+// Spec is where and how a cluster's servers are made.
+type Spec struct {
+	Flavor, Image string
+	// Network or Subnet (name or ID): exactly one is set.
+	Network, Subnet   string
+	AvailabilityZones []string
+	ServerGroupPolicy string
+	KeyPair           string
+	// SecurityGroups are added to the cluster's own group on every port.
+	SecurityGroups []string
+	// EtcdPath is where the image has etcd; {version} stands for the version.
+	EtcdPath string
+	// BuildTimeout: a server still building after this is reported Stopped, so that the
+	// member is replaced.
+	BuildTimeout time.Duration
+	// BootGrace: how long after its create a server may take to run its member (build,
+	// boot, cloud-init, etcd's start) before the member counts as unhealthy.
+	BootGrace time.Duration
+}
+
+// Options of a cluster's machines.
+type Options struct {
+	Compute  osclient.Compute
+	Networks osclient.Networks
+	Images   osclient.Images
+	Spec     Spec
+	// SecurityGroup returns the ID of the cluster's own security group (2380 from members,
+	// 2379 from members, the provider and the client CIDRs), or an error while it is not
+	// ready. The caller makes it (a SecurityGroup managed resource).
+	SecurityGroup func(ctx context.Context) (string, error)
+	Now           func() time.Time
+	Sleep         func(context.Context, time.Duration) error
+}
+
+// Backend is the OpenStack machines backend of one cluster's settings.
+type Backend struct {
+	o Options
+
+	// placing serializes where servers go: members of a bootstrap start at once, and each
+	// must see the zones and the server group the others were given.
+	placing sync.Mutex
+	// started are the servers this backend asked for, by member name: Nova may list a
+	// server it has just accepted without its tags, or without a zone.
+	started map[string]osclient.Server
+}
+
+var _ machines.Machines = &Backend{}
+
+// New returns a backend.
+func New(o Options) *Backend {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	if o.Spec.BuildTimeout == 0 {
+		o.Spec.BuildTimeout = 10 * time.Minute
+	}
+	if o.Spec.BootGrace == 0 {
+		o.Spec.BootGrace = 5 * time.Minute
+	}
+	return &Backend{o: o, started: map[string]osclient.Server{}}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// identity is the description of the cluster's ports and the tag of its servers.
+func identity(cluster string) string { return clusterTagPrefix + cluster }
+
+func portName(name string) string { return portNamePrefix + name }
+
+func serverGroupName(cluster string) string { return serverGroupPrefix + cluster }
+
+// found is what OpenStack holds of a cluster.
+type found struct {
+	ports   map[string]osclient.Port     // by member name
+	servers map[string][]osclient.Server // by member name
+}
+
+func (b *Backend) find(ctx context.Context, cluster string) (*found, error) {
+	ports, err := b.o.Networks.ListPortsByDescription(ctx, identity(cluster))
+	if err != nil {
+		return nil, errors.Wrap(err, errListPorts)
+	}
+	servers, err := b.o.Compute.ListServersByTag(ctx, identity(cluster))
+	if err != nil {
+		return nil, errors.Wrap(err, errListServers)
+	}
+	f := &found{ports: map[string]osclient.Port{}, servers: map[string][]osclient.Server{}}
+	for _, p := range ports {
+		name := strings.TrimPrefix(p.Name, portNamePrefix)
+		// Two ports of one member: a create whose answer was lost, then retried. The oldest
+		// is the member's; Delete removes both.
+		if old, ok := f.ports[name]; !ok || p.CreatedAt.Before(old.CreatedAt) {
+			f.ports[name] = p
+		}
+	}
+	for _, s := range servers {
+		name := s.Metadata[metaMember]
+		if name == "" {
+			name = s.Name
+		}
+		f.servers[name] = append(f.servers[name], s)
+	}
+	return f, nil
+}
+
+func (b *Backend) machine(cluster, name string, p *osclient.Port, servers []osclient.Server) machines.Machine {
+	m := machines.Machine{Cluster: cluster, Name: name, State: machines.Allocated}
+	if p != nil {
+		m.CreatedAt = p.CreatedAt
+		if len(p.FixedIPs) > 0 {
+			m.Address = p.FixedIPs[0].IPAddress
+			m.PeerURL, m.ClientURL = peerURL(m.Address), clientURL(m.Address)
+		}
+	}
+	if len(servers) == 0 {
+		if p == nil {
+			m.State = machines.Stopped
+		}
+		return m
+	}
+	s := servers[0]
+	m.Version = s.Metadata[metaVersion]
+	if t, err := time.Parse(time.RFC3339, s.Metadata[metaCertNotAfter]); err == nil {
+		m.CertNotAfter = t
+	}
+	m.Server = &machines.Server{ID: s.ID, Host: s.Host, Zone: s.Zone, Status: s.Status, Fault: s.FaultMessage()}
+	if created, ok := b.serverCreated(s); ok {
+		m.BootingUntil = created.Add(b.o.Spec.BootGrace)
+	}
+	switch s.Status {
+	case "ACTIVE":
+		m.State = machines.Running
+	case "BUILD":
+		m.State = machines.Running
+		if created, ok := b.serverCreated(s); ok && b.o.Now().Sub(created) > b.o.Spec.BuildTimeout {
+			m.State = machines.Stopped
+			m.Server.Fault = "still building after " + b.o.Spec.BuildTimeout.String()
+		}
+	default:
+		// SHUTOFF, ERROR, SUSPENDED, DELETED...: the member does not run; the planner
+		// replaces it while quorum holds.
+		m.State = machines.Stopped
+	}
+	if p == nil {
+		// A server whose port was deleted by hand has no address: it is only good for
+		// deleting.
+		m.State = machines.Stopped
+	}
+	return m
+}
+
+// serverCreated is when the server was made (recorded by Start in its metadata).
+func (b *Backend) serverCreated(s osclient.Server) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, s.Metadata[metaCreated])
+	return t, err == nil
+}
+
+// List returns every machine of the cluster: one per port or server of the cluster.
+func (b *Backend) List(ctx context.Context, cluster string) ([]machines.Machine, error) {
+	f, err := b.find(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for n := range f.ports {
+		names[n] = true
+	}
+	for n := range f.servers {
+		names[n] = true
+	}
+	out := make([]machines.Machine, 0, len(names))
+	for n := range names {
+		var p *osclient.Port
+		if port, ok := f.ports[n]; ok {
+			p = &port
+		}
+		out = append(out, b.machine(cluster, n, p, f.servers[n]))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Allocate makes the member's port (with the cluster's security group), or finds it.
+func (b *Backend) Allocate(ctx context.Context, cluster, name string) (machines.Machine, error) {
+	f, err := b.find(ctx, cluster)
+	if err != nil {
+		return machines.Machine{}, err
+	}
+	if p, ok := f.ports[name]; ok {
+		return b.machine(cluster, name, &p, f.servers[name]), nil
+	}
+	// A flavor or image that does not exist is found out before anything is made: the
+	// member's server could never boot, and its port would only wait to be deleted.
+	if _, err := b.o.Compute.FindFlavor(ctx, b.o.Spec.Flavor); err != nil {
+		return machines.Machine{}, errors.Wrap(err, errFlavor)
+	}
+	if _, err := b.o.Images.FindImage(ctx, b.o.Spec.Image); err != nil {
+		return machines.Machine{}, errors.Wrap(err, errImage)
+	}
+	sg, err := b.o.SecurityGroup(ctx)
+	if err != nil {
+		return machines.Machine{}, errors.Wrap(err, errSecurityGroup)
+	}
+	var netID, subnetID string
+	if b.o.Spec.Subnet != "" {
+		netID, subnetID, err = b.o.Networks.FindSubnet(ctx, b.o.Spec.Subnet)
+	} else {
+		netID, err = b.o.Networks.FindNetwork(ctx, b.o.Spec.Network)
+	}
+	if err != nil {
+		return machines.Machine{}, errors.Wrap(err, errNetwork)
+	}
+	groups := append([]string{sg}, b.o.Spec.SecurityGroups...)
+	p, err := b.o.Networks.CreatePort(ctx, osclient.PortSettings{
+		Name: portName(name), Description: identity(cluster), NetworkID: netID, SubnetID: subnetID, SecurityGroups: groups,
+	})
+	if err != nil {
+		return machines.Machine{}, errors.Wrap(err, errCreatePort)
+	}
+	if len(p.FixedIPs) == 0 {
+		return machines.Machine{}, errors.New(errNoAddress)
+	}
+	if _, err := netip.ParseAddr(p.FixedIPs[0].IPAddress); err != nil {
+		return machines.Machine{}, errors.Wrap(err, errNoAddress)
+	}
+	return b.machine(cluster, name, p, nil), nil
+}
+
+// Start boots the member's server on its port, once: a server that exists (in any state) is
+// the member's, and a failed one is replaced by the planner, not restarted here.
+func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.MemberConfig) (machines.Machine, error) {
+	if cfg.Restore != nil {
+		return machines.Machine{}, errors.New(errRestore)
+	}
+	f, err := b.find(ctx, cluster)
+	if err != nil {
+		return machines.Machine{}, err
+	}
+	p, ok := f.ports[name]
+	if !ok {
+		return machines.Machine{}, errors.Errorf(errFmtNotAllocated, name)
+	}
+	if len(p.FixedIPs) == 0 {
+		return machines.Machine{}, errors.New(errNoAddress)
+	}
+	b.placing.Lock()
+	defer b.placing.Unlock()
+	for n, s := range b.started {
+		if len(f.servers[n]) == 0 {
+			f.servers[n] = []osclient.Server{s}
+		}
+	}
+	if s := f.servers[name]; len(s) > 0 {
+		return b.machine(cluster, name, &p, s), nil
+	}
+	ud, err := userData(name, p.FixedIPs[0].IPAddress, b.o.Spec.EtcdPath, cfg)
+	if err != nil {
+		return machines.Machine{}, err
+	}
+	flavor, err := b.o.Compute.FindFlavor(ctx, b.o.Spec.Flavor)
+	if err != nil {
+		return machines.Machine{}, errors.Wrap(err, errFlavor)
+	}
+	image, err := b.o.Images.FindImage(ctx, b.o.Spec.Image)
+	if err != nil {
+		return machines.Machine{}, errors.Wrap(err, errImage)
+	}
+	group, err := b.serverGroup(ctx, cluster)
+	if err != nil {
+		return machines.Machine{}, err
+	}
+	zone := zoneFor(b.o.Spec.AvailabilityZones, f.servers)
+	metadata := map[string]string{
+		metaMember: name, metaVersion: strings.TrimPrefix(cfg.Version, "v"),
+		metaCertNotAfter: cfg.CertNotAfter.UTC().Format(time.RFC3339),
+		metaCreated:      b.o.Now().UTC().Format(time.RFC3339),
+	}
+	if zone != "" {
+		metadata[metaZone] = zone
+	}
+	s, err := b.o.Compute.CreateServer(ctx, osclient.ServerSettings{
+		Name: name, FlavorID: flavor, ImageID: image, Zone: zone,
+		KeyPair: b.o.Spec.KeyPair, PortID: p.ID, ServerGroupID: group, UserData: ud,
+		Tags: []string{identity(cluster)}, Metadata: metadata,
+	})
+	if err != nil {
+		return machines.Machine{}, errors.Wrap(err, errCreateServer)
+	}
+	s.Metadata = metadata
+	b.started[name] = *s
+	return b.machine(cluster, name, &p, []osclient.Server{*s}), nil
+}
+
+// zoneFor picks the zone with the fewest of the cluster's servers (the first listed on a
+// tie); no zones: Nova's default. A server counts in the zone it was asked for, which Nova
+// shows before it shows where it runs.
+func zoneFor(zones []string, servers map[string][]osclient.Server) string {
+	if len(zones) == 0 {
+		return ""
+	}
+	count := map[string]int{}
+	for _, ss := range servers {
+		for _, s := range ss {
+			z := s.Metadata[metaZone]
+			if z == "" {
+				z = s.Zone
+			}
+			count[z]++
+		}
+	}
+	best := zones[0]
+	for _, z := range zones[1:] {
+		if count[z] < count[best] {
+			best = z
+		}
+	}
+	return best
+}
+
+// serverGroup finds or makes the cluster's server group. Two groups of the cluster's name (a
+// create whose answer was lost, then retried) are not an error: the one with the lowest ID is
+// the cluster's, and Delete removes both.
+func (b *Backend) serverGroup(ctx context.Context, cluster string) (string, error) {
+	gs, err := b.o.Compute.ListServerGroups(ctx, serverGroupName(cluster))
+	if err != nil {
+		return "", errors.Wrap(err, errServerGroup)
+	}
+	if len(gs) > 0 {
+		return slices.MinFunc(gs, func(a, b osclient.ServerGroup) int { return strings.Compare(a.ID, b.ID) }).ID, nil
+	}
+	policy := b.o.Spec.ServerGroupPolicy
+	if policy == "" {
+		policy = "soft-anti-affinity"
+	}
+	g, err := b.o.Compute.CreateServerGroup(ctx, serverGroupName(cluster), policy)
+	if err != nil {
+		return "", errors.Wrap(err, errServerGroup)
+	}
+	return g.ID, nil
+}
+
+// Delete deletes the member's servers, then (once Nova has) its ports; the cluster's server
+// group goes with its last machine.
+func (b *Backend) Delete(ctx context.Context, cluster, name string) error {
+	ports, err := b.o.Networks.ListPortsByDescription(ctx, identity(cluster))
+	if err != nil {
+		return errors.Wrap(err, errListPorts)
+	}
+	f, err := b.find(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	for _, s := range f.servers[name] {
+		if err := b.o.Compute.DeleteServer(ctx, s.ID); err != nil && !osclient.IsNotFound(err) {
+			return errors.Wrap(err, errDeleteServer)
+		}
+	}
+	for deadline := b.o.Now().Add(deleteWait); len(f.servers[name]) > 0; {
+		if b.o.Now().After(deadline) {
+			return errors.Errorf(errFmtStillDeleting, name)
+		}
+		if err := b.o.Sleep(ctx, time.Second); err != nil {
+			return err
+		}
+		if f, err = b.find(ctx, cluster); err != nil {
+			return err
+		}
+	}
+	for _, p := range ports {
+		if strings.TrimPrefix(p.Name, portNamePrefix) != name {
+			continue
+		}
+		if err := b.o.Networks.DeletePort(ctx, p.ID); err != nil && !osclient.IsNotFound(err) {
+			return errors.Wrap(err, errDeletePort)
+		}
+	}
+	remaining := slices.DeleteFunc(slices.Clone(ports), func(p osclient.Port) bool { return strings.TrimPrefix(p.Name, portNamePrefix) == name })
+	if len(remaining) > 0 || len(f.servers) > 0 {
+		return nil
+	}
+	gs, err := b.o.Compute.ListServerGroups(ctx, serverGroupName(cluster))
+	if err != nil {
+		return errors.Wrap(err, errServerGroup)
+	}
+	for _, g := range gs {
+		if err := b.o.Compute.DeleteServerGroup(ctx, g.ID); err != nil && !osclient.IsNotFound(err) {
+			return errors.Wrap(err, errDeleteSrvGroup)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,346 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	netv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	"github.com/stackservices/provider-stackservices/test/harness"
+)
+
+// explainClusterOnFailure logs, when the test fails, what the provider and the test bed say
+// of the cluster (its events, members, the provider's log lines of its namespace, its
+// servers in Nova and what the hypervisor says of each), then deletes its servers in Nova
+// directly: the control plane stops with the test binary, and servers left behind would
+// count against the quota of the tests after it.
+func explainClusterOnFailure(t *testing.T, cr *v1alpha1.EtcdCluster, cc *gophercloud.ServiceClient) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		l := &corev1.EventList{}
+		if err := env.Kube.List(ctx, l, client.InNamespace(cr.GetNamespace())); err == nil {
+			for _, e := range l.Items {
+				t.Logf("event %s %s/%s: %s (x%d)", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, max(e.Count, 1))
+			}
+		}
+		got := &v1alpha1.EtcdCluster{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(cr), got); err == nil {
+			t.Logf("status: phase %s, next step %q, Synced: %s", got.Status.AtProvider.Phase, got.Status.AtProvider.NextStep, got.GetCondition(xpv2.TypeSynced).Message)
+			for _, m := range got.Status.AtProvider.Members {
+				t.Logf("member %s: healthy %t, learner %t, machine %s %s, server %+v", m.Name, m.Healthy, m.Learner, m.MachineID, m.MachineState, m.Server)
+			}
+		}
+		var said []string
+		for _, line := range env.Logs.Lines(cr.GetNamespace(), 5000) {
+			if !strings.Contains(line, "Reconciling") && !strings.Contains(line, "is up to date") {
+				said = append(said, line)
+			}
+		}
+		for _, line := range said[max(0, len(said)-40):] {
+			t.Logf("provider: %s", line)
+		}
+		tag := "etcd-cluster:" + string(cr.GetUID())
+		pages, err := servers.List(cc, servers.ListOpts{Tags: tag}).AllPages(ctx)
+		if err != nil {
+			return
+		}
+		srvs, _ := servers.ExtractServers(pages)
+		// Cleanups run last first: the servers go after their explanations.
+		t.Cleanup(func() {
+			for _, s := range srvs {
+				_ = servers.Delete(ctx, cc, s.ID).ExtractErr()
+			}
+		})
+		for _, s := range srvs {
+			t.Logf("server %s %s: %s in %q, fault %v", s.Name, s.ID, s.Status, s.AvailabilityZone, s.Fault)
+			explainServerOnFailure(t, s.ID)
+		}
+	})
+}
+
+// TestEtcdClusterOnOpenStack runs a cluster's members on the test bed's Nova: a port and a
+// server per member, spread over the zones, in the cluster's server group and security group;
+// the members really run etcd at their ports' fixed IPs (the test bed's hypervisor boots the
+// user-data); the connection Secret reaches them; deleting the cluster leaves nothing in Nova
+// or Neutron.
+func TestEtcdClusterOnOpenStack(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	ns := newNamespace(t)
+	zones := strings.Fields(mustEnv(t, "TESTBED_ZONES"))
+	_, subnetID, cidr := freeServerSubnet(t, ns)
+	cc, err := env.Compute(ctx, harness.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Created on the old version, so that the rolling upgrade below runs on servers too.
+	cr := newEtcdCluster(ns, "orders", etcdOld, 3)
+	cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
+	cr.Spec.ForProvider.Machines = v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: &v1alpha1.OpenStackMachines{
+		Flavor: mustEnv(t, "TESTBED_FLAVOR_SMALL"), Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
+		AvailabilityZones: zones, ClientCIDRs: []string{"198.51.100.0/24"},
+	}}
+	start := time.Now()
+	if err := env.Kube.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	explainClusterOnFailure(t, cr, cc)
+	took := waitCluster(t, cr, clusterIs(3, etcdOld))
+	t.Logf("3 members on Nova servers Ready in %s", took.Round(100*time.Millisecond))
+
+	kv := etcdClient(t, ns, "orders-etcd", true)
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := kv.Put(c, "placed", "on nova"); err != nil {
+		t.Fatalf("write through the connection Secret: %v", err)
+	}
+
+	// Every member is a server of the cluster, at its port's address, spread over the zones.
+	tag := "etcd-cluster:" + string(cr.GetUID())
+	pages, err := servers.List(cc, servers.ListOpts{Tags: tag}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvs, err := servers.ExtractServers(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]int{}
+	for _, s := range srvs {
+		used[s.AvailabilityZone]++
+		if s.Status != "ACTIVE" {
+			t.Errorf("server %s is %s", s.Name, s.Status)
+		}
+	}
+	if len(srvs) != 3 || len(used) != len(zones) {
+		t.Errorf("%d servers in zones %v, want 3 over %v", len(srvs), used, zones)
+	}
+	for _, m := range cr.Status.AtProvider.Members {
+		if m.Server == nil || m.Server.ID == "" || m.Server.Zone == "" || m.Server.Status != "ACTIVE" {
+			t.Errorf("member %s: status shows server %+v", m.Name, m.Server)
+		}
+		if u, err := url.Parse(m.ClientURL); err != nil || !cidr.Contains(netip.MustParseAddr(u.Hostname())) {
+			t.Errorf("member %s at %s, want an address of its subnet", m.Name, m.ClientURL)
+		}
+	}
+	sgKey := client.ObjectKey{Namespace: ns, Name: "orders-members"}
+	sg := &netv1alpha1.SecurityGroup{}
+	if err := env.Kube.Get(ctx, sgKey, sg); err != nil {
+		t.Fatalf("the members' SecurityGroup: %v", err)
+	}
+	portPages, err := ports.List(env.Neutron, ports.ListOpts{Description: tag}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := ports.ExtractPorts(portPages)
+	for _, p := range ps {
+		if !slices.Contains(p.SecurityGroups, sg.Status.AtProvider.ID) {
+			t.Errorf("port %s has groups %v, want the members' %s", p.Name, p.SecurityGroups, sg.Status.AtProvider.ID)
+		}
+	}
+	if len(ps) != 3 {
+		t.Errorf("%d ports of the cluster, want 3", len(ps))
+	}
+	group, err := groups.Get(ctx, env.Neutron, sg.Status.AtProvider.ID).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var client2379 []string
+	for _, r := range group.Rules {
+		if r.Direction == "ingress" && r.PortRangeMin == 2379 && r.RemoteIPPrefix != "" {
+			client2379 = append(client2379, r.RemoteIPPrefix)
+		}
+		if r.Direction == "ingress" && r.PortRangeMin == 2380 && r.RemoteGroupID != group.ID {
+			t.Errorf("peer port open to %q %q, want only the members' group", r.RemoteIPPrefix, r.RemoteGroupID)
+		}
+	}
+	slices.Sort(client2379)
+	if want := []string{"198.18.0.0/15", "198.51.100.0/24"}; !slices.Equal(client2379, want) {
+		t.Errorf("client port open to %v, want %v (the provider and the spec's clientCIDRs)", client2379, want)
+	}
+
+	// Soft anti-affinity: the server group put the three servers on three hosts (Nova shows
+	// hosts to admins only).
+	admin, err := env.Compute(ctx, harness.CloudAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := map[string]bool{}
+	for _, s := range srvs {
+		got, err := servers.Get(ctx, admin, s.ID).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts[got.Host] = true
+	}
+	if len(hosts) != len(srvs) {
+		t.Errorf("servers on hosts %v: the server group did not spread them", hosts)
+	}
+
+	// A rolling upgrade on servers: each member replaced by a new server running the new
+	// version, with no acknowledged write lost.
+	upgradeUnderWrites(t, cr, kv, etcdNew)
+
+	// Failover: a server deleted by hand, then one stopped (openstack server stop), are
+	// each replaced by a new member on a new server; the data stays.
+	for _, how := range []string{"deleted", "stopped"} {
+		victim := cr.Status.AtProvider.Members[0]
+		if victim.Server == nil {
+			t.Fatalf("member %s shows no server", victim.Name)
+		}
+		lost := time.Now()
+		switch how {
+		case "deleted":
+			err = servers.Delete(ctx, cc, victim.Server.ID).ExtractErr()
+		case "stopped":
+			err = servers.Stop(ctx, cc, victim.Server.ID).ExtractErr()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCluster(t, cr, func(cr *v1alpha1.EtcdCluster) error {
+			for _, m := range cr.Status.AtProvider.Members {
+				if m.Name == victim.Name {
+					return fmt.Errorf("member %s, whose server was %s, is still a member (phase %s, next step %q)", victim.Name, how, cr.Status.AtProvider.Phase, cr.Status.AtProvider.NextStep)
+				}
+			}
+			return clusterIs(3, etcdNew)(cr)
+		})
+		t.Logf("member %s, whose server was %s by hand, replaced in %s", victim.Name, how, time.Since(lost).Round(100*time.Millisecond))
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		r, err := kv.Get(c, "placed")
+		cancel()
+		if err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "on nova" {
+			t.Errorf("after the server was %s: placed = %v, %v; want on nova", how, r, err)
+		}
+		// The stopped server is the replaced member's: it goes with it.
+		harness.Eventually(t, 2*time.Minute, "the replaced member's server gone from Nova", func() error {
+			if _, err := servers.Get(ctx, cc, victim.Server.ID).Extract(); err == nil {
+				return fmt.Errorf("server %s of %s is still there", victim.Server.ID, victim.Name)
+			}
+			return nil
+		})
+	}
+
+	// Scaling out and in: new members on new servers, then the extra ones removed with
+	// their servers and ports.
+	for _, n := range []int32{5, 3} {
+		env.Mutate(t, client.ObjectKeyFromObject(cr), cr, func() { cr.Spec.ForProvider.Members = n })
+		took := waitCluster(t, cr, clusterIs(int(n), etcdNew))
+		t.Logf("scaled to %d members on servers in %s", n, took.Round(100*time.Millisecond))
+		harness.Eventually(t, 2*time.Minute, fmt.Sprintf("%d servers and ports of the cluster", n), func() error {
+			pages, err := servers.List(cc, servers.ListOpts{Tags: tag}).AllPages(ctx)
+			if err != nil {
+				return err
+			}
+			portPages, err := ports.List(env.Neutron, ports.ListOpts{Description: tag}).AllPages(ctx)
+			if err != nil {
+				return err
+			}
+			s, _ := servers.ExtractServers(pages)
+			p, _ := ports.ExtractPorts(portPages)
+			if len(s) != int(n) || len(p) != int(n) {
+				return fmt.Errorf("%d servers and %d ports", len(s), len(p))
+			}
+			return nil
+		})
+	}
+	if got := etcdGet(t, kv, "placed"); got != "on nova" {
+		t.Errorf("after scaling: placed = %q, want on nova", got)
+	}
+
+	// Deleting the cluster leaves nothing: servers, ports, server group, security group.
+	if err := env.Kube.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 3*time.Minute, "nothing of the cluster left in Nova and Neutron", func() error {
+		pages, err := servers.List(cc, servers.ListOpts{Tags: tag}).AllPages(ctx)
+		if err != nil {
+			return err
+		}
+		if s, _ := servers.ExtractServers(pages); len(s) > 0 {
+			return fmt.Errorf("%d servers left", len(s))
+		}
+		portPages, err := ports.List(env.Neutron, ports.ListOpts{Description: tag}).AllPages(ctx)
+		if err != nil {
+			return err
+		}
+		if p, _ := ports.ExtractPorts(portPages); len(p) > 0 {
+			return fmt.Errorf("%d ports left", len(p))
+		}
+		gPages, err := servergroups.List(cc, nil).AllPages(ctx)
+		if err != nil {
+			return err
+		}
+		all, _ := servergroups.ExtractServerGroups(gPages)
+		for _, g := range all {
+			if g.Name == "etcd-"+string(cr.GetUID()) {
+				return fmt.Errorf("server group %s left", g.ID)
+			}
+		}
+		if _, err := groups.Get(ctx, env.Neutron, group.ID).Extract(); err == nil {
+			return fmt.Errorf("security group %s left", group.ID)
+		}
+		return nil
+	})
+	t.Logf("created and deleted in %s", time.Since(start).Round(time.Second))
+}
+
+// TestEtcdClusterOnOpenStackMissingFlavor: a flavor that does not exist is a condition that
+// names it, and nothing is made in Neutron or Nova.
+func TestEtcdClusterOnOpenStackMissingFlavor(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	ns := newNamespace(t)
+	_, subnetID, _ := freeServerSubnet(t, ns)
+	cc, err := env.Compute(ctx, harness.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := newEtcdCluster(ns, "nowhere", etcdNew, 3)
+	cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
+	cr.Spec.ForProvider.Machines = v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: &v1alpha1.OpenStackMachines{
+		Flavor: "m1.nonexistent", Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
+	}}
+	if err := env.Kube.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	explainClusterOnFailure(t, cr, cc)
+	waitForConditionMessage(t, toUnstructured(t, cr), `there is no flavor "m1.nonexistent"`)
+	tag := "etcd-cluster:" + string(cr.GetUID())
+	portPages, err := ports.List(env.Neutron, ports.ListOpts{Description: tag}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := ports.ExtractPorts(portPages); len(ps) > 0 {
+		t.Errorf("%d ports made for a cluster whose flavor does not exist", len(ps))
+	}
+	if err := env.Kube.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+}
