@@ -99,6 +99,20 @@ func mountDisk(o guestOptions) error {
 	if _, err := os.Stat(filepath.Join(o.Root, "etc")); os.IsNotExist(err) {
 		fresh = true
 	}
+	// The image goes onto the disk's /opt first, while its source can still be reached: the
+	// test bed's files may live under a directory the server gets its own of (a checkout
+	// under /tmp), which the mounts below hide. The disk's directories are then mounted with
+	// what is mounted on them.
+	image := filepath.Join(o.Root, imageMount)
+	if err := os.MkdirAll(image, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount(o.Image, image, "", syscall.MS_BIND, ""); err != nil {
+		return fmt.Errorf("mount the image's files %s on %s: %w", o.Image, imageMount, err)
+	}
+	if err := syscall.Mount("", image, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", imageMount, err)
+	}
 	for _, d := range guestDirs {
 		src := filepath.Join(o.Root, d)
 		if err := os.MkdirAll(src, 0o755); err != nil {
@@ -109,18 +123,9 @@ func mountDisk(o guestOptions) error {
 				return err
 			}
 		}
-		if err := syscall.Mount(src, d, "", syscall.MS_BIND, ""); err != nil {
+		if err := syscall.Mount(src, d, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return fmt.Errorf("mount %s on %s: %w", src, d, err)
 		}
-	}
-	if err := os.MkdirAll(imageMount, 0o755); err != nil {
-		return err
-	}
-	if err := syscall.Mount(o.Image, imageMount, "", syscall.MS_BIND, ""); err != nil {
-		return fmt.Errorf("mount the image's files %s on %s: %w", o.Image, imageMount, err)
-	}
-	if err := syscall.Mount("", imageMount, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
-		return fmt.Errorf("remount %s read-only: %w", imageMount, err)
 	}
 	// The shim answers for systemctl: the same binary, called by that name.
 	self, err := os.Executable()

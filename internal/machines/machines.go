@@ -168,3 +168,16 @@ type Machines interface {
 	// List returns every machine of the cluster, whatever its state, sorted by name.
 	List(ctx context.Context, cluster string) ([]Machine, error)
 }
+
+// Sleep waits d, or until ctx is done: backends and the controller wait between the steps
+// of a change (a server being deleted, a member joining) without outliving the reconcile.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -81,6 +81,14 @@ func explainClusterOnFailure(t *testing.T, cr *v1alpha1.EtcdCluster, cc *gopherc
 	})
 }
 
+// onServers puts the cluster's members on the test bed's Nova, in the project of the
+// namespace's ProviderConfig.
+func onServers(cr *v1alpha1.EtcdCluster, o *v1alpha1.OpenStackMachines) *v1alpha1.EtcdCluster {
+	cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
+	cr.Spec.ForProvider.Machines = v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: o}
+	return cr
+}
+
 // TestEtcdClusterOnOpenStack runs a cluster's members on the test bed's Nova: a port and a
 // server per member, spread over the zones, in the cluster's server group and security group;
 // the members really run etcd at their ports' fixed IPs (the test bed's hypervisor boots the
@@ -98,12 +106,10 @@ func TestEtcdClusterOnOpenStack(t *testing.T) {
 	}
 
 	// Created on the old version, so that the rolling upgrade below runs on servers too.
-	cr := newEtcdCluster(ns, "orders", etcdOld, 3)
-	cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
-	cr.Spec.ForProvider.Machines = v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: &v1alpha1.OpenStackMachines{
+	cr := onServers(newEtcdCluster(ns, "orders", etcdOld, 3), &v1alpha1.OpenStackMachines{
 		Flavor: mustEnv(t, "TESTBED_FLAVOR_SMALL"), Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
 		AvailabilityZones: zones, ClientCIDRs: []string{"198.51.100.0/24"},
-	}}
+	})
 	start := time.Now()
 	if err := env.Kube.Create(ctx, cr); err != nil {
 		t.Fatal(err)
@@ -321,11 +327,9 @@ func TestEtcdClusterOnOpenStackMissingFlavor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr := newEtcdCluster(ns, "nowhere", etcdNew, 3)
-	cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
-	cr.Spec.ForProvider.Machines = v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: &v1alpha1.OpenStackMachines{
+	cr := onServers(newEtcdCluster(ns, "nowhere", etcdNew, 3), &v1alpha1.OpenStackMachines{
 		Flavor: "m1.nonexistent", Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
-	}}
+	})
 	if err := env.Kube.Create(ctx, cr); err != nil {
 		t.Fatal(err)
 	}

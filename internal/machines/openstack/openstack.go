@@ -116,7 +116,7 @@ func New(o Options) *Backend {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = machines.Sleep
 	}
 	if o.Spec.BuildTimeout == 0 {
 		o.Spec.BuildTimeout = 10 * time.Minute
@@ -125,17 +125,6 @@ func New(o Options) *Backend {
 		o.Spec.BootGrace = 5 * time.Minute
 	}
 	return &Backend{o: o, started: map[string]osclient.Server{}}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // identity is the description of the cluster's ports and the tag of its servers.

@@ -36,6 +36,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/clients/s3"
 	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
 	"github.com/stackservices/provider-stackservices/internal/etcd/backup"
+	"github.com/stackservices/provider-stackservices/internal/machines"
 	"github.com/stackservices/provider-stackservices/internal/machines/local"
 	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
@@ -104,7 +105,7 @@ func BenchmarkBackupRestore(b *testing.B) {
 	}
 	newObjects := func(c s3.Config) (s3.Objects, error) { return s3.New(c) }
 	e := &external{kube: kube, machines: lm, newCluster: etcdclient.New, newObjects: newObjects, record: event.NewNopRecorder(),
-		transfers: transfers.New(1), now: time.Now, sleep: sleepCtx}
+		transfers: transfers.New(1), now: time.Now, sleep: machines.Sleep}
 	defer func() { _ = e.Disconnect(ctx) }()
 	if _, err := e.Create(ctx, cr); err != nil {
 		b.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	etcdclient "github.com/stackservices/provider-stackservices/internal/clients/etcd"
 	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
+	"github.com/stackservices/provider-stackservices/internal/machines"
 	"github.com/stackservices/provider-stackservices/internal/machines/local"
 )
 
@@ -51,7 +52,7 @@ func BenchmarkObserve(b *testing.B) {
 		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "bench", UID: "bench-uid"},
 		Spec:       v1alpha1.EtcdClusterSpec{ForProvider: v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3}},
 	}
-	e := &external{kube: kube, machines: lm, newCluster: etcdclient.New, record: event.NewNopRecorder(), now: time.Now, sleep: sleepCtx}
+	e := &external{kube: kube, machines: lm, newCluster: etcdclient.New, record: event.NewNopRecorder(), now: time.Now, sleep: machines.Sleep}
 	defer func() { _ = e.Disconnect(ctx) }()
 	if _, err := e.Create(ctx, cr); err != nil {
 		b.Fatal(err)

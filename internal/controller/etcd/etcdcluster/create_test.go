@@ -260,7 +260,7 @@ func TestCreate(t *testing.T) {
 				}
 			}
 			e := &external{
-				kube: kube, machines: ms, record: &recorded{}, now: time.Now, sleep: sleepCtx, transfers: turns,
+				kube: kube, machines: ms, record: &recorded{}, now: time.Now, sleep: machines.Sleep, transfers: turns,
 				newCluster: ms.connect,
 				newObjects: func(s3.Config) (s3.Objects, error) {
 					reads = append(reads, "objects")

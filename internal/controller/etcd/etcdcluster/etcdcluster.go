@@ -179,7 +179,7 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdCluster) (mana
 	default:
 		return nil, errors.Errorf(errFmtMachineType, t)
 	}
-	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, backups: c.backups, newObjects: c.newObjects, transfers: c.transfers, now: time.Now, sleep: sleepCtx}, nil
+	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, backups: c.backups, newObjects: c.newObjects, transfers: c.transfers, now: time.Now, sleep: machines.Sleep}, nil
 }
 
 type external struct {
@@ -502,14 +502,3 @@ func (e *external) Disconnect(_ context.Context) error {
 // clusterKey identifies the cluster's machines: the resource's UID, so that a new EtcdCluster
 // of the same name never finds the machines of an old one.
 func clusterKey(cr *v1alpha1.EtcdCluster) string { return string(cr.GetUID()) }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
