@@ -319,7 +319,7 @@ func (p *plan) learner() (Action, bool) {
 		return Action{Type: RemoveMember, Member: l.Name, ID: l.ID, Phase: p.phase(),
 			Reason: fmt.Sprintf("removing learner %s: not healthy for %s", l.Name, p.d.ReplaceUnhealthyAfter)}, true
 	}
-	return Action{Type: Wait, Phase: p.phase(), Reason: fmt.Sprintf("waiting for learner %s to start and catch up", l.Name)}, true
+	return Action{Type: Wait, Member: l.Name, ID: l.ID, Phase: p.phase(), Reason: fmt.Sprintf("waiting for learner %s to start and catch up", l.Name)}, true
 }
 
 func (p *plan) unhealthyVoters() (Action, bool) {

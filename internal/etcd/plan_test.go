@@ -181,7 +181,7 @@ func TestNext(t *testing.T) {
 			d: desired(5, v36),
 			o: Observed{Members: append(three(v36), Member{Name: "d", ID: 4, Learner: true, Machine: MachineRunning, Version: v36,
 				UnhealthySince: now.Add(-5 * time.Second)}), Leader: 1},
-			want: want{Type: Wait, Phase: PhaseScaling},
+			want: want{Type: Wait, Member: "d", ID: 4, Phase: PhaseScaling},
 		},
 		"LearnerThatNeverBecomesHealthyIsRemoved": {
 			d:    desired(5, v36),
@@ -203,7 +203,7 @@ func TestNext(t *testing.T) {
 			d: desired(3, v37),
 			o: Observed{Members: append(three(v36), Member{Name: "d", ID: 4, Learner: true, Machine: MachineRunning, Version: v37,
 				UnhealthySince: now.Add(-time.Second)}), Leader: 1},
-			want: want{Type: Wait, Phase: PhaseUpgrading},
+			want: want{Type: Wait, Member: "d", ID: 4, Phase: PhaseUpgrading},
 		},
 		"ScaleOutOneAtATime": {
 			d:    desired(5, v36),

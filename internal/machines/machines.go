@@ -147,6 +147,23 @@ func ChecksSnapshots(m Machines) bool {
 	return ok && c.ChecksSnapshots()
 }
 
+// A CapacityChecker is a backend that can tell, before it makes anything, whether more
+// machines fit where it makes them (a cloud project's quota). A bootstrap or an add that
+// could not finish then fails before its first machine, with an error that says what to
+// raise, instead of half way with machines to clean up.
+type CapacityChecker interface {
+	// CheckCapacity returns an error saying what is short when n more machines do not fit.
+	CheckCapacity(ctx context.Context, n int) error
+}
+
+// CheckCapacity asks m whether n more machines fit; a backend that cannot tell says yes.
+func CheckCapacity(ctx context.Context, m Machines, n int) error {
+	if c, ok := m.(CapacityChecker); ok && n > 0 {
+		return c.CheckCapacity(ctx, n)
+	}
+	return nil
+}
+
 // A RefusedSnapshotError is a machine's refusal of the snapshot it was to restore from: not
 // the bytes the RestoreSource describes, or not decryptable with its identity.
 type RefusedSnapshotError struct{ Reason error }

@@ -445,6 +445,15 @@ func (e *Env) Compute(ctx context.Context, cloud string) (*gophercloud.ServiceCl
 	return cc, nil
 }
 
+// Network returns a Neutron client of the named cloud (the admin sees every project's).
+func (e *Env) Network(ctx context.Context, cloud string) (*gophercloud.ServiceClient, error) {
+	pc, eo, err := e.provider(ctx, cloud)
+	if err != nil {
+		return nil, err
+	}
+	return goopenstack.NewNetworkV2(pc, eo)
+}
+
 // Image returns a Glance client of the named cloud.
 func (e *Env) Image(ctx context.Context, cloud string) (*gophercloud.ServiceClient, error) {
 	pc, eo, err := e.provider(ctx, cloud)

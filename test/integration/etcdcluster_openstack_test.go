@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -13,18 +14,27 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/quotasets"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	netv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	apisv1alpha1 "github.com/stackservices/provider-stackservices/apis/v1alpha1"
 	"github.com/stackservices/provider-stackservices/test/harness"
 )
 
@@ -75,7 +85,10 @@ func explainClusterOnFailure(t *testing.T, cr *v1alpha1.EtcdCluster, cc *gopherc
 			}
 		})
 		for _, s := range srvs {
-			t.Logf("server %s %s: %s in %q, fault %v", s.Name, s.ID, s.Status, s.AvailabilityZone, s.Fault)
+			// Created to launched is Nova's time; launched to the hypervisor's "booted" the
+			// test bed's; booted to Ready the member's and the provider's.
+			t.Logf("server %s %s: %s in %q, created %s, launched %s, fault %v", s.Name, s.ID, s.Status, s.AvailabilityZone,
+				s.Created.Format(time.TimeOnly), s.LaunchedAt.Format(time.TimeOnly), s.Fault)
 			explainServerOnFailure(t, s.ID)
 		}
 	})
@@ -347,4 +360,138 @@ func TestEtcdClusterOnOpenStackMissingFlavor(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone(t, cr)
+}
+
+// projectWithQuota makes a project of the test's own, whose Nova quota allows instances
+// servers: a user with the member role in it, a network and subnet of its own, and a
+// ProviderConfig of the namespace (named "quota") that logs in as that user. All go when the
+// test ends. The demo project's quota stays unlimited for the tests that run alongside.
+func projectWithQuota(t *testing.T, ns string, instances int) (subnetID string, admin *gophercloud.ServiceClient, adminNet *gophercloud.ServiceClient) {
+	t.Helper()
+	ctx := harness.Ctx(t)
+	id, err := env.AdminIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admin, err = env.Compute(ctx, harness.CloudAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if adminNet, err = env.Network(ctx, harness.CloudAdmin); err != nil {
+		t.Fatal(err)
+	}
+	p, err := projects.Create(ctx, id, projects.CreateOpts{Name: ns, DomainID: "default", Description: "quota test " + t.Name()}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = projects.Delete(context.Background(), id, p.ID).ExtractErr() })
+	password := rand.Text()
+	u, err := users.Create(ctx, id, users.CreateOpts{Name: ns, DomainID: "default", Password: password, DefaultProjectID: p.ID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = users.Delete(context.Background(), id, u.ID).ExtractErr() })
+	rolePages, err := roles.List(id, roles.ListOpts{Name: "member"}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := roles.ExtractRoles(rolePages)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("the member role: %v, %v", rs, err)
+	}
+	if err := roles.Assign(ctx, id, rs[0].ID, roles.AssignOpts{UserID: u.ID, ProjectID: p.ID}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := quotasets.Update(ctx, admin, p.ID, quotasets.UpdateOpts{Instances: &instances}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = quotasets.Delete(context.Background(), admin, p.ID).Err })
+	n, err := networks.Create(ctx, adminNet, networks.CreateOpts{Name: ns, ProjectID: p.ID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = networks.Delete(context.Background(), adminNet, n.ID).ExtractErr() })
+	// No server ever boots on it: any range of the servers' will do.
+	sn, err := subnets.Create(ctx, adminNet, subnets.CreateOpts{NetworkID: n.ID, ProjectID: p.ID, CIDR: "198.19.199.0/24", IPVersion: gophercloud.IPv4, Name: ns}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The demo cloud's entry of the test bed's clouds.yaml, logged in as the new user.
+	var clouds struct {
+		Clouds map[string]map[string]any `json:"clouds"`
+	}
+	if err := yaml.Unmarshal(env.CloudsYAML, &clouds); err != nil {
+		t.Fatal(err)
+	}
+	entry := clouds.Clouds[harness.CloudDemo]
+	auth, _ := entry["auth"].(map[string]any)
+	auth["username"], auth["password"], auth["project_name"] = ns, password, ns
+	out, err := yaml.Marshal(map[string]any{"clouds": map[string]any{"quota": entry}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota-credentials"}, Data: map[string][]byte{"clouds.yaml": out}},
+		&apisv1alpha1.ProviderConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota"},
+			Spec: apisv1alpha1.ProviderConfigSpec{
+				CloudSettings: apisv1alpha1.CloudSettings{Cloud: "quota"},
+				Credentials: apisv1alpha1.NamespacedCredentials{
+					Source:    "Secret",
+					SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "quota-credentials"}, Key: "clouds.yaml"},
+				},
+			},
+		},
+	}
+	for _, o := range objs {
+		if err := env.Kube.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sn.ID, admin, adminNet
+}
+
+// TestEtcdClusterOnOpenStackOverQuota: a cluster the project's quota cannot hold is a
+// condition that says which quota, how much is used and what to do, and nothing is made in
+// Nova or Neutron; deleting the cluster then leaves nothing either.
+func TestEtcdClusterOnOpenStackOverQuota(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	ns := newNamespace(t)
+	subnetID, admin, adminNet := projectWithQuota(t, ns, 2)
+	cr := onServers(newEtcdCluster(ns, "tight", etcdNew, 3), &v1alpha1.OpenStackMachines{
+		Flavor: mustEnv(t, "TESTBED_FLAVOR_SMALL"), Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
+	})
+	cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "quota"}
+	if err := env.Kube.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	explainClusterOnFailure(t, cr, admin)
+	waitForConditionMessage(t, toUnstructured(t, cr),
+		"the project's quota of instances cannot hold 3 more servers of flavor "+mustEnv(t, "TESTBED_FLAVOR_SMALL")+" (1 server each; 0 of 2 in use): raise the quota or delete servers")
+
+	tag := "etcd-cluster:" + string(cr.GetUID())
+	portPages, err := ports.List(adminNet, ports.ListOpts{Description: tag}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := ports.ExtractPorts(portPages); len(ps) > 0 {
+		t.Errorf("%d ports made for a cluster the quota cannot hold", len(ps))
+	}
+	srvPages, err := servers.List(admin, servers.ListOpts{AllTenants: true, Tags: tag}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss, _ := servers.ExtractServers(srvPages); len(ss) > 0 {
+		t.Errorf("%d servers made for a cluster the quota cannot hold", len(ss))
+	}
+	if err := env.Kube.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+	// The members' SecurityGroup goes too, before its project does.
+	sg := &netv1alpha1.SecurityGroup{}
+	sg.SetNamespace(ns)
+	sg.SetName("tight-members")
+	gone(t, sg)
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -176,12 +177,43 @@ func explainServerOnFailure(t *testing.T, id string) {
 		}
 		console := filepath.Join(os.Getenv("HYPERVISOR_STATE"), "vms", id, "root", "var", "log", "console.log")
 		if data, err := os.ReadFile(console); err == nil {
-			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-			t.Logf("console of server %s (last %d lines):\n%s", id, min(len(lines), 40), strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			lines := collapseRepeats(strings.Split(strings.TrimSpace(string(data)), "\n"))
+			if len(lines) > 80 {
+				lines = slices.Concat(lines[:40], []string{"..."}, lines[len(lines)-40:])
+			}
+			t.Logf("console of server %s (%d bytes; first and last 40 lines, repeats collapsed):\n%s", id, len(data), strings.Join(lines, "\n"))
 		} else {
 			t.Logf("no console of server %s: %v", id, err)
 		}
 	})
+}
+
+// collapseRepeats replaces a run of lines that say the same (etcd's JSON lines differ only in
+// their time stamp) by its first line and a count: a member that retries in a loop writes
+// thousands.
+func collapseRepeats(lines []string) []string {
+	same := func(a, b string) bool {
+		strip := func(l string) string {
+			if i := strings.Index(l, `"caller"`); i >= 0 {
+				return l[i:]
+			}
+			return l
+		}
+		return strip(a) == strip(b)
+	}
+	var out []string
+	for i := 0; i < len(lines); {
+		j := i + 1
+		for j < len(lines) && same(lines[i], lines[j]) {
+			j++
+		}
+		out = append(out, lines[i])
+		if j-i > 1 {
+			out = append(out, fmt.Sprintf("    (the line above %d times in all)", j-i))
+		}
+		i = j
+	}
+	return out
 }
 
 func TestTestBedServersRunTheirUserData(t *testing.T) {

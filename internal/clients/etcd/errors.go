@@ -17,6 +17,7 @@ const (
 	errStatus      = "cannot get the status of the etcd member"
 	errAddLearner  = "cannot add the etcd learner"
 	errPromote     = "cannot promote the etcd learner"
+	errNudge       = "cannot append an entry to the raft log (a lease granted and revoked)"
 	errRemove      = "cannot remove the etcd member"
 	errMoveLeader  = "cannot move the etcd leadership"
 	errSnapshot    = "cannot take a snapshot of the etcd member"

@@ -53,6 +53,12 @@ type Cluster interface {
 	// MoveLeader asks the leader, reached at its client URL, to transfer leadership to the
 	// member with ID to.
 	MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error
+	// Nudge appends to the raft log an entry no client sees (a lease granted and revoked at
+	// once). A member that joined from the leader's snapshot refuses every request, its own
+	// announcement included, until it applies an entry after that snapshot (etcd counts its
+	// applied index from entries only, and the gap to the snapshot's index is "too many
+	// requests" once it exceeds 5000); on a cluster nobody writes to, it would wait forever.
+	Nudge(ctx context.Context) error
 	// Snapshot opens a stream of a point-in-time copy of the database of the member at the
 	// client URL endpoint.
 	Snapshot(ctx context.Context, endpoint string) (*Snapshot, error)

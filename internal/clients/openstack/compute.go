@@ -42,6 +42,27 @@ type Server struct {
 	} `json:"fault,omitempty"`
 }
 
+// A Flavor as far as quotas go: what one server of it takes.
+type Flavor struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	VCPUs int    `json:"vcpus"`
+	// RAM in MiB.
+	RAM int `json:"ram"`
+}
+
+// Limits are the project's absolute compute limits and its use of them; a maximum of -1 is
+// unlimited.
+type Limits struct {
+	MaxInstances  int `json:"maxTotalInstances"`
+	UsedInstances int `json:"totalInstancesUsed"`
+	MaxCores      int `json:"maxTotalCores"`
+	UsedCores     int `json:"totalCoresUsed"`
+	// RAM in MiB.
+	MaxRAM  int `json:"maxTotalRAMSize"`
+	UsedRAM int `json:"totalRAMUsed"`
+}
+
 // ServerSettings are what a server is created with.
 type ServerSettings struct {
 	Name, FlavorID, ImageID, Zone, KeyPair, PortID, ServerGroupID string
@@ -59,8 +80,10 @@ type ServerGroup struct {
 
 // Compute is the part of Nova's API that runs the provider's servers.
 type Compute interface {
-	// FindFlavor returns the ID of the flavor with this ID or name.
-	FindFlavor(ctx context.Context, nameOrID string) (string, error)
+	// FindFlavor returns the flavor with this ID or name.
+	FindFlavor(ctx context.Context, nameOrID string) (Flavor, error)
+	// Limits returns the project's compute quota and its use.
+	Limits(ctx context.Context) (Limits, error)
 	// ListServersByTag returns the project's servers that carry the tag.
 	ListServersByTag(ctx context.Context, tag string) ([]Server, error)
 	// CreateServer boots a server.
@@ -90,41 +113,48 @@ func (n *nova) get(ctx context.Context, u string, body any) error {
 	return err
 }
 
-func (n *nova) FindFlavor(ctx context.Context, nameOrID string) (string, error) {
+func (n *nova) FindFlavor(ctx context.Context, nameOrID string) (Flavor, error) {
 	var one struct {
-		Flavor struct {
-			ID string `json:"id"`
-		} `json:"flavor"`
+		Flavor Flavor `json:"flavor"`
 	}
 	err := n.get(ctx, n.c.ServiceURL("flavors", url.PathEscape(nameOrID)), &one)
 	if err == nil {
-		return one.Flavor.ID, nil
+		return one.Flavor, nil
 	}
 	if !IsNotFound(err) {
-		return "", err
+		return Flavor{}, err
 	}
 	var all struct {
-		Flavors []struct {
-			ID   string `json:"id"`
-			Name string `json:"name"`
-		} `json:"flavors"`
+		Flavors []Flavor `json:"flavors"`
 	}
-	if err := n.get(ctx, n.c.ServiceURL("flavors")+"?is_public=None", &all); err != nil {
-		return "", err
+	if err := n.get(ctx, n.c.ServiceURL("flavors", "detail")+"?is_public=None", &all); err != nil {
+		return Flavor{}, err
 	}
-	id := ""
+	var found []Flavor
 	for _, f := range all.Flavors {
 		if f.Name == nameOrID {
-			if id != "" {
-				return "", errors.Errorf(errFmtManyFlavors, nameOrID)
-			}
-			id = f.ID
+			found = append(found, f)
 		}
 	}
-	if id == "" {
-		return "", errors.Errorf(errFmtNoFlavor, nameOrID)
+	switch len(found) {
+	case 0:
+		return Flavor{}, errors.Errorf(errFmtNoFlavor, nameOrID)
+	case 1:
+		return found[0], nil
 	}
-	return id, nil
+	return Flavor{}, errors.Errorf(errFmtManyFlavors, nameOrID)
+}
+
+func (n *nova) Limits(ctx context.Context) (Limits, error) {
+	var body struct {
+		Limits struct {
+			Absolute Limits `json:"absolute"`
+		} `json:"limits"`
+	}
+	if err := n.get(ctx, n.c.ServiceURL("limits"), &body); err != nil {
+		return Limits{}, err
+	}
+	return body.Limits.Absolute, nil
 }
 
 func (n *nova) ListServersByTag(ctx context.Context, tag string) ([]Server, error) {

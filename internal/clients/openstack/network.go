@@ -465,15 +465,30 @@ func IsPreconditionFailed(err error) bool {
 	return gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed)
 }
 
-// Describe returns a short, person-readable form of an API error: the status and Neutron's
-// own message, without request bodies (which could hold secrets).
+// Describe returns a short, person-readable form of an API error: the status and the
+// service's own message, without request bodies (which could hold secrets).
 func Describe(err error) string {
 	var e gophercloud.ErrUnexpectedResponseCode
 	if errors.As(err, &e) {
-		return http.StatusText(e.Actual) + ": " + neutronMessage(e.Body)
+		return http.StatusText(e.Actual) + ": " + apiMessage(e.Body)
 	}
 	return err.Error()
 }
+
+// Explain is err with Describe's message (Nova's "Quota exceeded for instances: ...", not
+// gophercloud's "Expected HTTP response code [202] when accessing [POST ...]"), still
+// matching what err matches (IsNotFound and the like).
+func Explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	return explained{err}
+}
+
+type explained struct{ cause error }
+
+func (e explained) Error() string { return Describe(e.cause) }
+func (e explained) Unwrap() error { return e.cause }
 
 // extensionCache remembers which API extensions a Neutron offers: they do not change while a
 // session lives, and looking them up on every create would double its cost.

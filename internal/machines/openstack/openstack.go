@@ -41,6 +41,8 @@ const (
 	errNoAddress        = "the member's port has no fixed IP"
 	errFmtNotAllocated  = "there is no port for member %s: allocate it first"
 	errFmtStillDeleting = "the server of member %s is still being deleted; its port goes once it is gone"
+	errLimits           = "cannot read the project's compute quota"
+	errFmtQuota         = "the project's quota of %s cannot hold %d more servers of flavor %s (%d %s each; %d of %d in use): raise the quota or delete servers"
 	errRestore          = "restoring onto OpenStack machines is not supported yet: restore into a cluster with Local machines, or create the cluster without restore"
 
 	// Metadata keys and tag prefixes that tie servers and ports to a cluster and a member.
@@ -280,7 +282,7 @@ func (b *Backend) Allocate(ctx context.Context, cluster, name string) (machines.
 		Name: portName(name), Description: identity(cluster), NetworkID: netID, SubnetID: subnetID, SecurityGroups: groups,
 	})
 	if err != nil {
-		return machines.Machine{}, errors.Wrap(err, errCreatePort)
+		return machines.Machine{}, errors.Wrap(osclient.Explain(err), errCreatePort)
 	}
 	if len(p.FixedIPs) == 0 {
 		return machines.Machine{}, errors.New(errNoAddress)
@@ -344,16 +346,46 @@ func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.
 		metadata[metaZone] = zone
 	}
 	s, err := b.o.Compute.CreateServer(ctx, osclient.ServerSettings{
-		Name: name, FlavorID: flavor, ImageID: image, Zone: zone,
+		Name: name, FlavorID: flavor.ID, ImageID: image, Zone: zone,
 		KeyPair: b.o.Spec.KeyPair, PortID: p.ID, ServerGroupID: group, UserData: ud,
 		Tags: []string{identity(cluster)}, Metadata: metadata,
 	})
 	if err != nil {
-		return machines.Machine{}, errors.Wrap(err, errCreateServer)
+		// Nova's own words: "Quota exceeded for instances: Requested 1, but already used 10
+		// of 10 instances".
+		return machines.Machine{}, errors.Wrap(osclient.Explain(err), errCreateServer)
 	}
 	s.Metadata = metadata
 	b.started[name] = *s
 	return b.machine(cluster, name, &p, []osclient.Server{*s}), nil
+}
+
+// CheckCapacity tells whether n more servers of the cluster's flavor fit the project's
+// compute quota (instances, cores, RAM), as Nova counts it now. It is a check, not a
+// reservation: a server made meanwhile by someone else can still take the room, and the
+// create then fails with Nova's own quota message.
+func (b *Backend) CheckCapacity(ctx context.Context, n int) error {
+	flavor, err := b.o.Compute.FindFlavor(ctx, b.o.Spec.Flavor)
+	if err != nil {
+		return errors.Wrap(err, errFlavor)
+	}
+	l, err := b.o.Compute.Limits(ctx)
+	if err != nil {
+		return errors.Wrap(osclient.Explain(err), errLimits)
+	}
+	for _, q := range []struct {
+		what, unit      string
+		max, used, each int
+	}{
+		{"instances", "server", l.MaxInstances, l.UsedInstances, 1},
+		{"cores", "vCPUs", l.MaxCores, l.UsedCores, flavor.VCPUs},
+		{"RAM (MiB)", "MiB", l.MaxRAM, l.UsedRAM, flavor.RAM},
+	} {
+		if q.max >= 0 && q.used+n*q.each > q.max {
+			return errors.Errorf(errFmtQuota, q.what, n, b.o.Spec.Flavor, q.each, q.unit, q.used, q.max)
+		}
+	}
+	return nil
 }
 
 // zoneFor picks the zone with the fewest of the cluster's servers (the first listed on a

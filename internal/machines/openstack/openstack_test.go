@@ -32,15 +32,24 @@ type cloud struct {
 	// deleting servers vanish after this many lists.
 	vanishAfter int
 	deleting    map[string]int
+	// limits is the project's quota (zero: unlimited).
+	limits *osclient.Limits
 }
 
 func (c *cloud) id(kind string) string { c.next++; return fmt.Sprintf("%s-%d", kind, c.next) }
 
-func (c *cloud) FindFlavor(_ context.Context, n string) (string, error) {
+func (c *cloud) FindFlavor(_ context.Context, n string) (osclient.Flavor, error) {
 	if n == "gone" {
-		return "", fmt.Errorf("there is no flavor %q", n)
+		return osclient.Flavor{}, fmt.Errorf("there is no flavor %q", n)
 	}
-	return "flavor-" + n, nil
+	return osclient.Flavor{ID: "flavor-" + n, Name: n, VCPUs: 2, RAM: 2048}, nil
+}
+
+func (c *cloud) Limits(context.Context) (osclient.Limits, error) {
+	if c.limits == nil {
+		return osclient.Limits{MaxInstances: -1, MaxCores: -1, MaxRAM: -1}, nil
+	}
+	return *c.limits, nil
 }
 func (c *cloud) FindImage(_ context.Context, n string) (string, error) { return "image-" + n, nil }
 func (c *cloud) FindNetwork(_ context.Context, n string) (string, error) {
@@ -312,6 +321,40 @@ func TestStates(t *testing.T) {
 			b := New(Options{Now: func() time.Time { return now }})
 			if got := b.machine("uid", "db-0", tc.port, tc.servers).State; got != tc.want {
 				t.Errorf("state %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckCapacity: n more servers of the flavor (2 vCPUs, 2048 MiB) against each limit of
+// the project's quota; -1 is unlimited.
+func TestCheckCapacity(t *testing.T) {
+	unlimited := osclient.Limits{MaxInstances: -1, MaxCores: -1, MaxRAM: -1}
+	with := func(f func(*osclient.Limits)) *osclient.Limits { l := unlimited; f(&l); return &l }
+	cases := map[string]struct {
+		limits *osclient.Limits
+		n      int
+		want   string
+	}{
+		"Unlimited":    {limits: &unlimited, n: 99},
+		"InstancesFit": {limits: with(func(l *osclient.Limits) { l.MaxInstances, l.UsedInstances = 5, 2 }), n: 3},
+		"InstancesShort": {limits: with(func(l *osclient.Limits) { l.MaxInstances, l.UsedInstances = 4, 2 }), n: 3,
+			want: "the project's quota of instances cannot hold 3 more servers of flavor small (1 server each; 2 of 4 in use): raise the quota or delete servers"},
+		"CoresShort": {limits: with(func(l *osclient.Limits) { l.MaxCores, l.UsedCores = 6, 1 }), n: 3,
+			want: "the project's quota of cores cannot hold 3 more servers of flavor small (2 vCPUs each; 1 of 6 in use): raise the quota or delete servers"},
+		"RAMShort": {limits: with(func(l *osclient.Limits) { l.MaxRAM = 4096 }), n: 3,
+			want: "the project's quota of RAM (MiB) cannot hold 3 more servers of flavor small (2048 MiB each; 0 of 4096 in use): raise the quota or delete servers"},
+		"ExactlyFull": {limits: with(func(l *osclient.Limits) { l.MaxInstances, l.UsedInstances = 3, 0 }), n: 3},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := newBackend(&cloud{limits: tc.limits}).CheckCapacity(context.Background(), tc.n)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("CheckCapacity(%d):\n got %q\nwant %q", tc.n, got, tc.want)
 			}
 		})
 	}

@@ -48,6 +48,13 @@ type simulated struct {
 	lastAddress    int
 	lastLearner    uint64
 	changes        []string
+	// maxRunning is how many machines may run at once, as a cloud's quota allows (0: any).
+	maxRunning int
+	// fromSnapshot: a learner started joins from the leader's snapshot, and announces itself
+	// (name and client URL) only once an entry after it was applied: a nudge, or a write.
+	fromSnapshot bool
+	silent       map[string]string // learners not announced yet: name by peer URL
+	nudges       int
 }
 
 const simulatedClusterID = 0xc0ffee
@@ -57,6 +64,22 @@ func newSimulated() *simulated {
 }
 
 func (s *simulated) ChecksSnapshots() bool { return !s.providerChecks }
+
+// CheckCapacity refuses more machines than maxRunning.
+func (s *simulated) CheckCapacity(_ context.Context, n int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	running := 0
+	for _, m := range s.machines {
+		if m.State == machines.Running {
+			running++
+		}
+	}
+	if s.maxRunning > 0 && running+n > s.maxRunning {
+		return fmt.Errorf("quota: %d machines run, %d may, %d more asked", running, s.maxRunning, n)
+	}
+	return nil
+}
 
 func (s *simulated) Allocate(_ context.Context, cluster, name string) (machines.Machine, error) {
 	s.mu.Lock()
@@ -88,6 +111,11 @@ func (s *simulated) Start(_ context.Context, _, name string, cfg machines.Member
 	m.State, m.Version, s.started[name] = machines.Running, cfg.Version, cfg
 	j := slices.IndexFunc(s.members, func(mb etcdclient.Member) bool { return mb.PeerURLs[0] == m.PeerURL })
 	switch {
+	case j >= 0 && s.fromSnapshot:
+		if s.silent == nil {
+			s.silent = map[string]string{}
+		}
+		s.silent[m.PeerURL] = name
 	case j >= 0:
 		// A learner added for this machine starts, and says its name.
 		s.members[j].Name, s.members[j].ClientURLs = name, []string{m.ClientURL}
@@ -175,6 +203,21 @@ func (s *simulated) MoveLeader(_ context.Context, _ string, to uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.changes = append(s.changes, fmt.Sprintf("move leader to %d", to))
+	return nil
+}
+
+// Nudge is an entry after the snapshot: the learners that waited for one announce themselves.
+func (s *simulated) Nudge(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nudges++
+	for i, mb := range s.members {
+		if name, ok := s.silent[mb.PeerURLs[0]]; ok {
+			s.members[i].Name = name
+			s.members[i].ClientURLs = []string{strings.Replace(mb.PeerURLs[0], ":2380", ":2379", 1)}
+			delete(s.silent, mb.PeerURLs[0])
+		}
+	}
 	return nil
 }
 

@@ -251,6 +251,14 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EtcdCluster) (manag
 		if bootstrapped && !meta.WasDeleted(cr) {
 			return managed.ExternalObservation{}, errors.New(errMachinesGone)
 		}
+		if meta.WasDeleted(cr) && cr.Spec.ForProvider.Machines.Type == v1alpha1.MachinesOpenStack {
+			// No machine, but the members' security group may be left (a cluster whose
+			// bootstrap never made a port): Delete removes it, and the cluster goes once
+			// it is gone from Neutron. An owner reference alone would leave it to a garbage
+			// collector, after the cluster.
+			left, err := memberGroupLeft(ctx, e.kube, cr)
+			return managed.ExternalObservation{ResourceExists: left}, err
+		}
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	if meta.WasDeleted(cr) {
@@ -307,7 +315,29 @@ func setReadiness(cr *v1alpha1.EtcdCluster, o *observation) {
 		cr.SetConditions(xpv2.Available())
 		return
 	}
-	cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%s: %s", o.next.Phase, o.next.Reason)))
+	msg := fmt.Sprintf("%s: %s", o.next.Phase, o.next.Reason)
+	var ms []machines.Machine
+	for _, m := range o.members {
+		if m.machine != nil {
+			ms = append(ms, *m.machine)
+		}
+	}
+	if f := serverFaults(ms); f != "" {
+		msg += "; " + f
+	}
+	cr.SetConditions(xpv2.Unavailable().WithMessage(msg))
+}
+
+// serverFaults is what the cloud says of the machines' failed servers ("server of db-2 is
+// ERROR: No valid host was found"), for a person to read in a condition.
+func serverFaults(ms []machines.Machine) string {
+	var out []string
+	for _, m := range ms {
+		if s := m.Server; s != nil && s.Fault != "" {
+			out = append(out, fmt.Sprintf("server of %s is %s: %s", m.Name, s.Status, s.Fault))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func connectionDetails(o *observation, a *authority.Authority) managed.ConnectionDetails {
@@ -446,6 +476,12 @@ func (e *external) step(ctx context.Context, cr *v1alpha1.EtcdCluster, s setting
 		if next.Phase == etcd.PhaseDegraded {
 			// An unhealthy member within its grace time, or an election: the poll comes back.
 			return true, nil
+		}
+		if next.Member != "" {
+			// A learner that joined from the leader's snapshot waits for an entry after it
+			// before it can announce itself (see etcdclient.Cluster's Nudge): on a cluster
+			// nobody writes to, this is that entry. Best effort: the wait goes on anyway.
+			_ = o.cluster.Nudge(ctx)
 		}
 		return false, e.sleep(ctx, time.Second)
 	}

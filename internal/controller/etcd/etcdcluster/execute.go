@@ -126,8 +126,18 @@ func (e *external) execute(ctx context.Context, cr *v1alpha1.EtcdCluster, s sett
 func (e *external) machineForAdd(ctx context.Context, cr *v1alpha1.EtcdCluster, o *observation, next etcd.Action) (machines.Machine, error) {
 	if next.Member != "" {
 		if spare, ok := o.byName(next.Member); ok && spare.machine != nil {
+			if spare.machine.Server == nil {
+				// The spare has its address, not its server yet.
+				if err := machines.CheckCapacity(ctx, e.machines, 1); err != nil {
+					return machines.Machine{}, err
+				}
+			}
 			return *spare.machine, nil
 		}
+	}
+	// Before the machine is made: a member that cannot run is never added.
+	if err := machines.CheckCapacity(ctx, e.machines, 1); err != nil {
+		return machines.Machine{}, err
 	}
 	m, err := e.machines.Allocate(ctx, clusterKey(cr), nextName(cr, o))
 	return m, errors.Wrap(err, errAllocate)
@@ -196,6 +206,16 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.EtcdCluster, s se
 			}
 		}
 	}
+	// Every member's server or none: a bootstrap that cannot finish makes nothing.
+	missing := len(names)
+	for _, m := range existing {
+		if wanted[m.Name] && m.Server != nil {
+			missing--
+		}
+	}
+	if err := machines.CheckCapacity(ctx, e.machines, missing); err != nil {
+		return err
+	}
 	ms := make([]machines.Machine, len(names))
 	peers := make([]string, len(names))
 	for i, n := range names {
@@ -253,6 +273,10 @@ func (e *external) awaitLeader(ctx context.Context, cr *v1alpha1.EtcdCluster, s 
 			return nil
 		}
 		if e.now().After(deadline) {
+			if f := serverFaults(ms); f != "" {
+				// Nova's word on why a member never ran ("No valid host was found").
+				return errors.Errorf("%s: %s", errNotReady, f)
+			}
 			return errors.New(errNotReady)
 		}
 		if err := e.sleep(ctx, 200*time.Millisecond); err != nil {

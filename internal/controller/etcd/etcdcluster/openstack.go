@@ -187,6 +187,20 @@ func (g groupNotReady) Error() string {
 	return "waiting for the members' SecurityGroup " + string(g) + " to exist in Neutron"
 }
 
+// memberGroupLeft tells whether the cluster's SecurityGroup still exists (being deleted or
+// not).
+func memberGroupLeft(ctx context.Context, kube client.Client, cr *v1alpha1.EtcdCluster) (bool, error) {
+	sg := &netv1alpha1.SecurityGroup{}
+	err := kube.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: memberGroupName(cr)}, sg)
+	if kerrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, errors.Wrap(err, errGetGroup)
+	}
+	return metav1.IsControlledBy(sg, cr), nil
+}
+
 // deleteMemberGroup deletes the cluster's SecurityGroup once its members' ports are gone
 // (the SecurityGroup controller then deletes it in Neutron). Its owner reference would have
 // the garbage collector do it too, once the cluster is gone.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	netv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/machines"
 )
 
 func openstackCluster() *v1alpha1.EtcdCluster {
@@ -117,5 +120,37 @@ func TestEnsureMemberGroup(t *testing.T) {
 	}
 	if err := kube.Get(ctx, key, sg); err == nil {
 		t.Error("the group outlived its cluster's Delete")
+	}
+}
+
+// TestDeletingAClusterThatNeverRan: a cluster on OpenStack machines whose bootstrap never
+// made a port (a quota refused it) still has its members' SecurityGroup; deleting the
+// cluster deletes it, and the cluster stays until it is gone.
+func TestDeletingAClusterThatNeverRan(t *testing.T) {
+	ctx := context.Background()
+	s := kruntime.NewScheme()
+	if err := netv1alpha1.SchemeBuilder.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	cr := openstackCluster()
+	kube := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&netv1alpha1.SecurityGroup{}).Build()
+	if _, err := ensureMemberGroup(ctx, kube, cr, []string{"198.18.0.0/15"}); !errors.As(err, new(groupNotReady)) {
+		t.Fatal(err)
+	}
+	cr.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	e := &external{kube: kube, machines: &machineList{byCluster: map[string][]machines.Machine{}}, record: &recorded{}, now: time.Now}
+
+	o, err := e.Observe(ctx, cr)
+	if err != nil || !o.ResourceExists {
+		t.Fatalf("Observe() = %+v, %v; want the cluster to exist while its group does", o, err)
+	}
+	if _, err := e.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := e.Observe(ctx, cr); err != nil || o.ResourceExists {
+		t.Errorf("Observe() after Delete = %+v, %v; want the cluster gone with its group", o, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/machines"
 	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
@@ -138,5 +139,119 @@ func TestBootingMachinesAreNotJudged(t *testing.T) {
 			}
 			t.Errorf("db-2 is not in the status: %+v", cr.Status.AtProvider.Members)
 		})
+	}
+}
+
+// TestCapacityIsCheckedFirst: a bootstrap or an add that the backend has no room for (a
+// project's quota) fails before any machine is made or any learner added, with the
+// backend's reason; what was done before stays.
+func TestCapacityIsCheckedFirst(t *testing.T) {
+	ctx := context.Background()
+	sim := newSimulated()
+	sim.maxRunning = 2
+	e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
+		now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
+
+	big := cluster("big", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3})
+	big.SetUID("big")
+	if _, err := e.Create(ctx, big); err == nil || !strings.Contains(err.Error(), "quota: 0 machines run, 2 may, 3 more asked") {
+		t.Fatalf("Create of 3 with room for 2 = %v, want the backend's refusal", err)
+	}
+	if len(sim.machines) != 0 {
+		t.Fatalf("a refused bootstrap made %d machines", len(sim.machines))
+	}
+
+	cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 1})
+	cr.SetUID("uid")
+	if _, err := e.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	cr.Spec.ForProvider.Members = 3
+	var err error
+	for i := 0; i < 10 && err == nil; i++ {
+		if _, err = e.Observe(ctx, cr); err == nil {
+			_, err = e.Update(ctx, cr)
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "quota: 2 machines run, 2 may, 1 more asked") {
+		t.Fatalf("scaling 1 to 3 with room for 2: %v, want the backend's refusal", err)
+	}
+	var names []string
+	for _, m := range sim.machines {
+		names = append(names, m.Name)
+	}
+	if diff := cmp.Diff([]string{"db-0", "db-1"}, names); diff != "" {
+		t.Errorf("machines -want +got (no third one allocated):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"add learner https://127.0.9.2:2380", "promote db-1"}, sim.changes); diff != "" {
+		t.Errorf("membership changes -want +got (no third learner):\n%s", diff)
+	}
+}
+
+// TestReadinessSaysWhyAServerFailed: the cloud's fault of a member's server is in the Ready
+// condition, where a person looks first.
+func TestReadinessSaysWhyAServerFailed(t *testing.T) {
+	ctx := context.Background()
+	sim := newSimulated()
+	e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
+		now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
+	cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3})
+	cr.SetUID("uid")
+	if _, err := e.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	sim.mu.Lock()
+	for i := range sim.members {
+		if sim.members[i].Name == "db-2" {
+			sim.members[i].ClientURLs = nil
+		}
+	}
+	sim.machines[2].State = machines.Stopped
+	sim.machines[2].Server = &machines.Server{ID: "s-2", Status: "ERROR", Fault: "No valid host was found. There are not enough hosts available."}
+	sim.mu.Unlock()
+	if _, err := e.Observe(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	c := cr.GetCondition(xpv2.TypeReady)
+	if want := "server of db-2 is ERROR: No valid host was found. There are not enough hosts available."; c.Status == "True" || !strings.Contains(c.Message, want) {
+		t.Errorf("Ready %s: %q, want it false and saying %q", c.Status, c.Message, want)
+	}
+}
+
+// TestALearnerFromASnapshotIsNudged: a learner that joined from the leader's snapshot says
+// nothing until an entry after that snapshot is applied; on a cluster nobody writes to, the
+// provider's nudge is that entry, and the scale-out finishes.
+func TestALearnerFromASnapshotIsNudged(t *testing.T) {
+	ctx := context.Background()
+	sim := newSimulated()
+	e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
+		now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
+	cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 1})
+	cr.SetUID("uid")
+	if _, err := e.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	sim.fromSnapshot = true
+	cr.Spec.ForProvider.Members = 3
+	for i := 0; ; i++ {
+		o, err := e.Observe(ctx, cr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.ResourceUpToDate {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("still not up to date after %d updates: %s", i, cr.Status.AtProvider.NextStep)
+		}
+		if _, err := e.Update(ctx, cr); err != nil {
+			t.Fatalf("Update() = %v", err)
+		}
+	}
+	if sim.nudges == 0 {
+		t.Error("the learners were never nudged")
+	}
+	if diff := cmp.Diff([]string{"add learner https://127.0.9.2:2380", "promote db-1", "add learner https://127.0.9.3:2380", "promote db-2"}, sim.changes); diff != "" {
+		t.Errorf("membership changes -want +got:\n%s", diff)
 	}
 }
