@@ -461,6 +461,22 @@ func countEvents(t *testing.T, ns, name, reason string) int {
 	return n
 }
 
+// eventMessages are the messages of the events of that reason about the object named name.
+func eventMessages(t *testing.T, ns, name, reason string) []string {
+	t.Helper()
+	l := &corev1.EventList{}
+	if err := env.Kube.List(harness.Ctx(t), l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range l.Items {
+		if e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
 func TestBucketPolicyAndACLOnVersitygw(t *testing.T) {
 	t.Parallel()
 	ctx := harness.Ctx(t)
