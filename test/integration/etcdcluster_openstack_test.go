@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/quotasets"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -296,6 +297,16 @@ func TestEtcdClusterOnOpenStack(t *testing.T) {
 	if err := env.Kube.Delete(ctx, cr); err != nil {
 		t.Fatal(err)
 	}
+	waitNothingLeft(t, cc, cr, group.ID)
+	t.Logf("created and deleted in %s", time.Since(start).Round(time.Second))
+}
+
+// waitNothingLeft waits until Nova and Neutron hold nothing of the deleted cluster: no
+// server, no port, no server group, and not its security group.
+func waitNothingLeft(t *testing.T, cc *gophercloud.ServiceClient, cr *v1alpha1.EtcdCluster, securityGroupID string) {
+	t.Helper()
+	ctx := harness.Ctx(t)
+	tag := "etcd-cluster:" + string(cr.GetUID())
 	harness.Eventually(t, 3*time.Minute, "nothing of the cluster left in Nova and Neutron", func() error {
 		pages, err := servers.List(cc, servers.ListOpts{Tags: tag}).AllPages(ctx)
 		if err != nil {
@@ -321,12 +332,11 @@ func TestEtcdClusterOnOpenStack(t *testing.T) {
 				return fmt.Errorf("server group %s left", g.ID)
 			}
 		}
-		if _, err := groups.Get(ctx, env.Neutron, group.ID).Extract(); err == nil {
-			return fmt.Errorf("security group %s left", group.ID)
+		if _, err := groups.Get(ctx, env.Neutron, securityGroupID).Extract(); err == nil {
+			return fmt.Errorf("security group %s left", securityGroupID)
 		}
 		return nil
 	})
-	t.Logf("created and deleted in %s", time.Since(start).Round(time.Second))
 }
 
 // TestEtcdClusterOnOpenStackMissingFlavor: a flavor that does not exist is a condition that
@@ -494,4 +504,58 @@ func TestEtcdClusterOnOpenStackOverQuota(t *testing.T) {
 	sg.SetNamespace(ns)
 	sg.SetName("tight-members")
 	gone(t, sg)
+}
+
+// TestEtcdClusterOnOpenStackNoValidHost: a flavor no host can take (more memory than any
+// has) makes Nova put the server in ERROR with its fault; the fault is the cluster's
+// condition, the provider makes no more servers for it, and deleting the cluster leaves
+// nothing in Nova or Neutron.
+func TestEtcdClusterOnOpenStackNoValidHost(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	ns := newNamespace(t)
+	_, subnetID, _ := freeServerSubnet(t, ns)
+	admin, err := env.Compute(ctx, harness.CloudAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := env.Compute(ctx, harness.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := flavors.Create(ctx, admin, flavors.CreateOpts{Name: "huge-" + ns, RAM: 64 << 20, VCPUs: 1, Disk: ptr.To(1)}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = flavors.Delete(context.Background(), admin, f.ID).ExtractErr() })
+
+	cr := onServers(newEtcdCluster(ns, "homeless", etcdNew, 1), &v1alpha1.OpenStackMachines{
+		Flavor: f.Name, Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
+	})
+	if err := env.Kube.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	explainClusterOnFailure(t, cr, cc)
+	waitForConditionMessage(t, toUnstructured(t, cr), "server of homeless-0 is ERROR: No valid host was found")
+	sg := &netv1alpha1.SecurityGroup{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "homeless-members"}, sg); err != nil {
+		t.Fatal(err)
+	}
+	sgID := sg.Status.AtProvider.ID
+
+	// Each attempt reuses the member's server: no new one is made.
+	tag := "etcd-cluster:" + string(cr.GetUID())
+	time.Sleep(3 * poll)
+	pages, err := servers.List(cc, servers.ListOpts{Tags: tag}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss, _ := servers.ExtractServers(pages); len(ss) != 1 {
+		t.Errorf("%d servers of a one-member cluster no host can take, want the one", len(ss))
+	}
+	if err := env.Kube.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, cr)
+	waitNothingLeft(t, cc, cr, sgID)
 }

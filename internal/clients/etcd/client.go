@@ -38,8 +38,10 @@ const (
 	// timeout each.
 	statusTimeout = 3 * time.Second
 
-	// nudgeTTL is the lease a nudge grants (and revokes at once): etcd's minimum.
-	nudgeTTL = 5
+	// nudgeTTL is the lease a nudge grants (and revokes at once): etcd's minimum. A nudge
+	// is best effort and repeated, so it waits no longer than a Status call.
+	nudgeTTL     = 5
+	nudgeTimeout = statusTimeout
 )
 
 // A Client is a Cluster reached through clientv3.
@@ -164,7 +166,7 @@ func (c *Client) Promote(ctx context.Context, id uint64) error {
 // Nudge grants a lease and revokes it: two raft entries that change no key and no revision.
 // A lease whose revoke fails expires by itself a few seconds later.
 func (c *Client) Nudge(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, nudgeTimeout)
 	defer cancel()
 	l, err := c.c.Grant(ctx, nudgeTTL)
 	if err != nil {

@@ -165,6 +165,19 @@ func (n *nova) ListServersByTag(ctx context.Context, tag string) ([]Server, erro
 	if err := n.get(ctx, n.c.ServiceURL("servers", "detail")+"?"+q.Encode(), &body); err != nil {
 		return nil, err
 	}
+	// Nova lists a failed server without its fault (a server that never left the scheduler
+	// lives in cell0); only the server itself tells why it failed. Failed servers are few.
+	for i, s := range body.Servers {
+		if s.Status != "ERROR" || s.Fault != nil {
+			continue
+		}
+		var one struct {
+			Server Server `json:"server"`
+		}
+		if err := n.get(ctx, n.c.ServiceURL("servers", s.ID), &one); err == nil {
+			body.Servers[i].Fault = one.Server.Fault
+		}
+	}
 	return body.Servers, nil
 }
 
