@@ -446,17 +446,29 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-func countEvents(t *testing.T, ns, name, reason string) int {
+// eventsAbout are the events of that reason about the object named name.
+func eventsAbout(t *testing.T, ns, name, reason string) []corev1.Event {
 	t.Helper()
 	l := &corev1.EventList{}
 	if err := env.Kube.List(harness.Ctx(t), l, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var out []corev1.Event
 	for _, e := range l.Items {
 		if e.InvolvedObject.Name == name && e.Reason == reason {
-			n += int(max(e.Count, 1))
+			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// countEvents is how many times events of that reason were recorded about the object (a
+// repeated event counts its repeats).
+func countEvents(t *testing.T, ns, name, reason string) int {
+	t.Helper()
+	n := 0
+	for _, e := range eventsAbout(t, ns, name, reason) {
+		n += int(max(e.Count, 1))
 	}
 	return n
 }
@@ -464,15 +476,9 @@ func countEvents(t *testing.T, ns, name, reason string) int {
 // eventMessages are the messages of the events of that reason about the object named name.
 func eventMessages(t *testing.T, ns, name, reason string) []string {
 	t.Helper()
-	l := &corev1.EventList{}
-	if err := env.Kube.List(harness.Ctx(t), l, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, e := range l.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason {
-			out = append(out, e.Message)
-		}
+	for _, e := range eventsAbout(t, ns, name, reason) {
+		out = append(out, e.Message)
 	}
 	return out
 }

@@ -104,6 +104,23 @@ type Images interface {
 	FindImage(ctx context.Context, nameOrID string) (string, error)
 }
 
+// maxFaultReads bounds the servers whose fault one listing reads one by one.
+const maxFaultReads = 8
+
+// faultsToRead are the servers of a listing whose fault must be read from the server itself:
+// Nova lists a failed server without it (a server that never left the scheduler lives in
+// cell0). A cluster has a handful of servers, but the tag is the tenant's to put on any
+// number, so at most maxFaultReads.
+func faultsToRead(ss []Server) []int {
+	var out []int
+	for i, s := range ss {
+		if s.Status == "ERROR" && s.Fault == nil && len(out) < maxFaultReads {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 type nova struct{ c *gophercloud.ServiceClient }
 
 var _ Compute = &nova{}
@@ -165,16 +182,11 @@ func (n *nova) ListServersByTag(ctx context.Context, tag string) ([]Server, erro
 	if err := n.get(ctx, n.c.ServiceURL("servers", "detail")+"?"+q.Encode(), &body); err != nil {
 		return nil, err
 	}
-	// Nova lists a failed server without its fault (a server that never left the scheduler
-	// lives in cell0); only the server itself tells why it failed. Failed servers are few.
-	for i, s := range body.Servers {
-		if s.Status != "ERROR" || s.Fault != nil {
-			continue
-		}
+	for _, i := range faultsToRead(body.Servers) {
 		var one struct {
 			Server Server `json:"server"`
 		}
-		if err := n.get(ctx, n.c.ServiceURL("servers", s.ID), &one); err == nil {
+		if err := n.get(ctx, n.c.ServiceURL("servers", body.Servers[i].ID), &one); err == nil {
 			body.Servers[i].Fault = one.Server.Fault
 		}
 	}

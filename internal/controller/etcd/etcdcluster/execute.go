@@ -124,20 +124,21 @@ func (e *external) execute(ctx context.Context, cr *v1alpha1.EtcdCluster, s sett
 // machineForAdd is the machine of the member an add makes: the spare an earlier, refused add
 // allocated (the planner names it), or a new one with a name never given before.
 func (e *external) machineForAdd(ctx context.Context, cr *v1alpha1.EtcdCluster, o *observation, next etcd.Action) (machines.Machine, error) {
+	var spare *machines.Machine
 	if next.Member != "" {
-		if spare, ok := o.byName(next.Member); ok && spare.machine != nil {
-			if spare.machine.Server == nil {
-				// The spare has its address, not its server yet.
-				if err := machines.CheckCapacity(ctx, e.machines, 1); err != nil {
-					return machines.Machine{}, err
-				}
-			}
-			return *spare.machine, nil
+		if m, ok := o.byName(next.Member); ok {
+			spare = m.machine
 		}
 	}
-	// Before the machine is made: a member that cannot run is never added.
+	if spare != nil && spare.Server != nil {
+		return *spare, nil
+	}
+	// The member's server is made after the add: one that could not run is never added.
 	if err := machines.CheckCapacity(ctx, e.machines, 1); err != nil {
 		return machines.Machine{}, err
+	}
+	if spare != nil {
+		return *spare, nil
 	}
 	m, err := e.machines.Allocate(ctx, clusterKey(cr), nextName(cr, o))
 	return m, errors.Wrap(err, errAllocate)

@@ -16,6 +16,34 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
+// onSimulated is an external on the simulated backend and cluster, whose waits take no time.
+func onSimulated(t *testing.T, sim *simulated) *external {
+	t.Helper()
+	return &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
+		now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
+}
+
+// converge observes and updates the cluster, as the reconciler would, until it is up to date.
+func converge(t *testing.T, e *external, cr *v1alpha1.EtcdCluster) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		o, err := e.Observe(ctx, cr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.ResourceUpToDate {
+			return
+		}
+		if i == 10 {
+			t.Fatalf("still not up to date after %d updates: %s", i, cr.Status.AtProvider.NextStep)
+		}
+		if _, err := e.Update(ctx, cr); err != nil {
+			t.Fatalf("Update() = %v", err)
+		}
+	}
+}
+
 // TestUpdate: Update carries out the planner's steps on the cluster until it is as the spec
 // says: a scale-out adds each member as a learner, starts it into the existing cluster and
 // promotes it; a scale-in removes members one at a time and deletes their machines; a cluster
@@ -35,8 +63,7 @@ func TestUpdate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			sim := newSimulated()
-			e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
-				now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
+			e := onSimulated(t, sim)
 			cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: tc.from})
 			cr.SetUID("uid")
 			if _, err := e.Create(ctx, cr); err != nil {
@@ -44,21 +71,7 @@ func TestUpdate(t *testing.T) {
 			}
 			sim.changes = nil
 			cr.Spec.ForProvider.Members = tc.to
-			for i := 0; ; i++ {
-				o, err := e.Observe(ctx, cr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if o.ResourceUpToDate {
-					break
-				}
-				if i == 10 {
-					t.Fatalf("still not up to date after %d updates: %s", i, cr.Status.AtProvider.NextStep)
-				}
-				if _, err := e.Update(ctx, cr); err != nil {
-					t.Fatalf("Update() = %v", err)
-				}
-			}
+			converge(t, e, cr)
 			if diff := cmp.Diff(tc.wantChanges, sim.changes); diff != "" {
 				t.Errorf("membership changes -want +got:\n%s", diff)
 			}
@@ -107,8 +120,8 @@ func TestBootingMachinesAreNotJudged(t *testing.T) {
 			ctx := context.Background()
 			sim := newSimulated()
 			now := time.Now()
-			e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
-				now: func() time.Time { return now }, sleep: func(context.Context, time.Duration) error { return nil }}
+			e := onSimulated(t, sim)
+			e.now = func() time.Time { return now }
 			cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3})
 			cr.SetUID("uid")
 			if _, err := e.Create(ctx, cr); err != nil {
@@ -149,8 +162,7 @@ func TestCapacityIsCheckedFirst(t *testing.T) {
 	ctx := context.Background()
 	sim := newSimulated()
 	sim.maxRunning = 2
-	e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
-		now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
+	e := onSimulated(t, sim)
 
 	big := cluster("big", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3})
 	big.SetUID("big")
@@ -193,8 +205,7 @@ func TestCapacityIsCheckedFirst(t *testing.T) {
 func TestReadinessSaysWhyAServerFailed(t *testing.T) {
 	ctx := context.Background()
 	sim := newSimulated()
-	e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
-		now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
+	e := onSimulated(t, sim)
 	cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3})
 	cr.SetUID("uid")
 	if _, err := e.Create(ctx, cr); err != nil {
@@ -224,8 +235,7 @@ func TestReadinessSaysWhyAServerFailed(t *testing.T) {
 func TestALearnerFromASnapshotIsNudged(t *testing.T) {
 	ctx := context.Background()
 	sim := newSimulated()
-	e := &external{kube: newKube(t), machines: sim, newCluster: sim.connect, record: &recorded{}, transfers: transfers.New(1),
-		now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
+	e := onSimulated(t, sim)
 	cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 1})
 	cr.SetUID("uid")
 	if _, err := e.Create(ctx, cr); err != nil {
@@ -233,21 +243,7 @@ func TestALearnerFromASnapshotIsNudged(t *testing.T) {
 	}
 	sim.fromSnapshot = true
 	cr.Spec.ForProvider.Members = 3
-	for i := 0; ; i++ {
-		o, err := e.Observe(ctx, cr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o.ResourceUpToDate {
-			break
-		}
-		if i == 10 {
-			t.Fatalf("still not up to date after %d updates: %s", i, cr.Status.AtProvider.NextStep)
-		}
-		if _, err := e.Update(ctx, cr); err != nil {
-			t.Fatalf("Update() = %v", err)
-		}
-	}
+	converge(t, e, cr)
 	if sim.nudges == 0 {
 		t.Error("the learners were never nudged")
 	}
