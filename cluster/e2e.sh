@@ -588,12 +588,16 @@ start_function_pat() {
 }
 
 start_provider() {
+	local args=(--etcd-provider-cidr=198.18.0.0/15) sums
+	# The checksums of the test bed's mirror of etcd releases, once cluster/openstack.sh packed it.
+	sums="$("${REPO_ROOT}/cluster/tools.sh" path etcd-release)/SHA256SUMS"
+	[[ -f "${sums}" ]] && args+=(--etcd-release-checksums="${sums}")
 	start provider "$(log_of provider)" "${STATE}/bin/provider" \
 		--metrics-bind-address="127.0.0.1:${PROVIDER_METRICS_PORT}" \
 		--health-probe-bind-address="127.0.0.1:${PROVIDER_HEALTH_PORT}" \
 		--poll="${E2E_PROVIDER_POLL}" --debug \
 		--enable-local-machines --local-machines-dir="${MACHINES_DIR}" --etcd-binaries-dir="${ETCD_BINARIES}" \
-		--etcd-provider-cidr=198.18.0.0/15
+		"${args[@]}"
 	wait_for "the provider's /readyz" http_ok "http://127.0.0.1:${PROVIDER_HEALTH_PORT}/readyz"
 }
 

@@ -65,6 +65,10 @@ MARIADB_PORT=3306
 KEYSTONE_PORT=5000
 NEUTRON_PORT=9696
 SWIFT_PROXY_PORT=8080
+# The host's services as the servers see them (cluster/hypervisor/services.go): the address
+# is the host's own, outside the servers' range, and only servers are routed to it.
+SERVICES_ADDRESS=198.18.0.1
+MIRROR_PORT=8000
 SWIFT_ACCOUNT_PORT=6202
 SWIFT_CONTAINER_PORT=6201
 SWIFT_OBJECT_PORT=6200
@@ -115,6 +119,9 @@ PACKAGES=(
   # Nova without the nova-compute package (it pulls libvirt and QEMU): nova-compute runs
   # from python3-nova with the fake driver.
   rabbitmq-server placement-api glance-api nova-api nova-conductor nova-scheduler python3-nova
+  # The servers' image is the host's file system: age decrypts an encrypted backup restored
+  # onto servers, as it must in a production image.
+  age
 )
 
 # The OpenStack tools are Debian's Python programs: call them by absolute path with Debian's
@@ -428,6 +435,13 @@ export TESTBED_ZONES="${ZONES[*]}"
 export TESTBED_HOSTS="${COMPUTE_HOSTS[*]}"
 # The addresses servers may have: the hypervisor puts only these on the host.
 export TESTBED_SERVER_RANGE=198.19.0.0/16
+# Where servers reach the host's services: a mirror of etcd releases (the provider knows
+# their SHA-256 from TESTBED_ETCD_SHA256SUMS) and Swift's S3 API (the endpoint a backup to
+# restore onto servers must be written through, so that its pre-signed URL reaches Swift).
+export TESTBED_SERVICES_ADDRESS=$SERVICES_ADDRESS
+export TESTBED_ETCD_RELEASE_URL_TEMPLATE=http://$SERVICES_ADDRESS:$MIRROR_PORT/v{version}/etcd-v{version}-linux-amd64.tar.gz
+export TESTBED_ETCD_SHA256SUMS=$("$SCRIPT_DIR/tools.sh" path etcd-release)/SHA256SUMS
+export TESTBED_S3_ENDPOINT_FOR_SERVERS=http://$SERVICES_ADDRESS:$SWIFT_PROXY_PORT
 export HYPERVISOR_STATE=$STATE_DIR/hypervisor
 export HYPERVISOR_LOG=$LOG_DIR/hypervisor.log
 EOF
@@ -987,9 +1001,12 @@ hypervisor_start() {
   (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -o "$HYPERVISOR_BIN" ./cluster/hypervisor) >>"$logf" 2>&1 ||
     die "cannot build the hypervisor" "$logf"
   rm -f "$STATE_DIR/hypervisor/ready"
+  "$SCRIPT_DIR/tools.sh" etcd-release >>"$logf" 2>&1 || die "cannot pack the mirror's etcd release" "$logf"
   start_daemon hypervisor - "$logf" env OS_AUTH_URL="$KEYSTONE_URL" OS_REGION_NAME="$REGION" \
     OS_ADMIN_USERNAME=admin OS_ADMIN_PASSWORD="$ADMIN_PASSWORD" OS_ADMIN_PROJECT_NAME=admin \
-    "$HYPERVISOR_BIN" run --state "$STATE_DIR/hypervisor" --image "$image"
+    "$HYPERVISOR_BIN" run --state "$STATE_DIR/hypervisor" --image "$image" \
+    --services-address "$SERVICES_ADDRESS" --mirror "$("$SCRIPT_DIR/tools.sh" path etcd-release)" \
+    --mirror-port "$MIRROR_PORT" --forward "$SWIFT_PROXY_PORT"
   wait_until hypervisor 60 "its first look at Nova" "$logf" test -f "$STATE_DIR/hypervisor/ready"
 }
 

@@ -12,6 +12,8 @@
 #   kube            k8s.io/kubernetes kube-apiserver, kube-controller-manager, kubectl, plus the
 #                   etcd that runs behind them, in one directory usable as KUBEBUILDER_ASSETS
 #   etcd            etcd, etcdctl, etcdutl (any version: etcd@v3.5.35, or ETCD_VERSION=...)
+#   etcd-release    that etcd packed as etcd's release tarball, with a SHA256SUMS of every one packed
+#                   (the test bed's mirror of etcd releases; `path` prints the mirror's directory)
 #   crossplane-cli  the `crossplane` CLI (xpkg build/push, render)
 #   versitygw       the versitygw S3 gateway (the second S3 server; not part of `all`)
 #   crossplane-core Crossplane core (`crossplane core init|start`), with the CRDs it installs copied
@@ -138,6 +140,29 @@ build_etcd() {
 		gobuild "${dir}/etcdutl" go.etcd.io/etcd/etcdutl/v3
 	)
 	log "built etcd ${version} in $((SECONDS - start))s -> ${dir}"
+}
+
+# etcd-release: a built etcd packed as etcd's own release tarball
+# (etcd-<version>-linux-amd64/{etcd,etcdctl,etcdutl} in <version>/etcd-<version>-linux-amd64.tar.gz),
+# and SHA256SUMS of every tarball packed, for the test bed's mirror of etcd releases.
+
+etcd_release_dir() { echo "${CACHE_DIR}/etcd-releases"; }
+
+build_etcd_release() {
+	local version=$1 root name
+	root=$(etcd_release_dir)
+	name=etcd-${version}-linux-amd64
+	[[ -f "${root}/${version}/${name}.tar.gz" ]] && grep -q "/${name}.tar.gz\$" "${root}/SHA256SUMS" 2>/dev/null && return 0
+	with_lock "etcd-${version}" build_etcd "${version}"
+	local tmp
+	tmp=$(mktemp -d "${root}.XXXXXX")
+	mkdir -p "${tmp}/${name}" "${root}/${version}"
+	cp "$(etcd_dir "${version}")"/{etcd,etcdctl,etcdutl} "${tmp}/${name}/"
+	tar -C "${tmp}" --owner=0 --group=0 --numeric-owner --sort=name -czf "${tmp}/${name}.tar.gz" "${name}"
+	mv "${tmp}/${name}.tar.gz" "${root}/${version}/${name}.tar.gz"
+	rm -rf "${tmp}"
+	(cd "${root}" && sha256sum v*/etcd-v*-linux-amd64.tar.gz >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
+	log "packed etcd ${version} -> ${root}/${version}/${name}.tar.gz"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -364,13 +389,13 @@ resolve() {
 	[[ "$1" == *@* ]] && VERSION=${1#*@}
 	case "${NAME}" in
 	kube) VERSION=${VERSION:-${KUBE_VERSION}} ;;
-	etcd) VERSION=${VERSION:-${ETCD_VERSION}} ;;
+	etcd | etcd-release) VERSION=${VERSION:-${ETCD_VERSION}} ;;
 	crossplane-cli) VERSION=${VERSION:-${CROSSPLANE_CLI_VERSION}} ;;
 	versitygw) VERSION=${VERSION:-${VERSITYGW_VERSION}} ;;
 	crossplane-core) VERSION=${VERSION:-${CROSSPLANE_CORE_VERSION}} ;;
 	function-pat) VERSION=${VERSION:-${FUNCTION_PAT_VERSION}} ;;
 	cloud-init) VERSION=${VERSION:-${CLOUD_INIT_VERSION}} ;;
-	*) die "unknown tool '${NAME}' (kube, etcd, crossplane-cli, versitygw, crossplane-core, function-pat, cloud-init)" ;;
+	*) die "unknown tool '${NAME}' (kube, etcd, etcd-release, crossplane-cli, versitygw, crossplane-core, function-pat, cloud-init)" ;;
 	esac
 	[[ "${VERSION}" == v* ]] || die "version '${VERSION}' of ${NAME} must start with v"
 }
@@ -380,6 +405,7 @@ tool_path() {
 	case "${NAME}" in
 	kube) kube_dir "${VERSION}" ;;
 	etcd) etcd_dir "${VERSION}" ;;
+	etcd-release) etcd_release_dir ;;
 	crossplane-cli) crossplane_cli_path "${VERSION}" ;;
 	versitygw) versitygw_path "${VERSION}" ;;
 	crossplane-core) crossplane_core_dir "${VERSION}" ;;
@@ -393,6 +419,7 @@ build_tool() {
 	case "${NAME}" in
 	kube) with_lock "kube-${VERSION}" build_kube "${VERSION}" ;;
 	etcd) with_lock "etcd-${VERSION}" build_etcd "${VERSION}" ;;
+	etcd-release) with_lock "etcd-releases" build_etcd_release "${VERSION}" ;;
 	crossplane-cli) with_lock "crossplane-cli-${VERSION}" build_crossplane_cli "${VERSION}" ;;
 	versitygw) with_lock "versitygw-${VERSION}" build_versitygw "${VERSION}" ;;
 	crossplane-core) with_lock "crossplane-core-${VERSION}" build_crossplane_core "${VERSION}" ;;

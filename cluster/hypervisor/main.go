@@ -6,11 +6,13 @@
 // over a disk of its own. A server that stops (SHUTOFF, ERROR) halts; one deleted in Nova
 // loses its disk. While it runs, the rest of the servers' range is unreachable from the host
 // (nothing addressed to a server leaves the machine). On exit the hypervisor halts every
-// server and removes its bridges and that route: nothing stays on the host.
+// server and removes its bridges and that route: nothing stays on the host. With
+// --services-address, servers reach the host's services at one address (see services.go).
 //
 // Usage:
 //
-//	hypervisor run --state DIR --image DIR     (OS_AUTH_URL, OS_ADMIN_* and OS_REGION_NAME from the env)
+//	hypervisor run --state DIR --image DIR [--services-address A --mirror DIR --forward PORTS]
+//	                                           (OS_AUTH_URL, OS_ADMIN_* and OS_REGION_NAME from the env)
 //	hypervisor guest ...                       (started by run, inside a server's namespaces)
 //	systemctl ...                              (the same binary, inside a server)
 //
@@ -23,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -70,11 +73,22 @@ func runHypervisor(args []string) error {
 	state := fs.String("state", "", "where servers' disks live")
 	image := fs.String("image", "", "the image's files (etcd releases), mounted read-only on "+imageMount+" in every server")
 	interval := fs.Duration("interval", time.Second, "how often Nova is read")
+	svcAddr := fs.String("services-address", "", "the address (in 198.18.0.0/15, outside every server subnet) at which servers reach the host's services; none without it")
+	mirror := fs.String("mirror", "", "a directory served over HTTP on the services address (the internal mirror of etcd releases)")
+	mirrorPort := fs.Int("mirror-port", 8000, "the mirror's port")
+	forwards := fs.String("forward", "", "ports of the services address forwarded to the same port on 127.0.0.1, comma-separated (the object store)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *state == "" || *image == "" {
 		return fmt.Errorf("run needs --state and --image")
+	}
+	ports, err := parsePorts(*forwards)
+	if err != nil {
+		return fmt.Errorf("--forward: %w", err)
+	}
+	if (*mirror != "" || len(ports) > 0) && *svcAddr == "" {
+		return fmt.Errorf("--mirror and --forward need --services-address")
 	}
 	log.SetFlags(log.LstdFlags | log.LUTC)
 	self, err := os.Executable()
@@ -103,6 +117,17 @@ func runHypervisor(args []string) error {
 		return err
 	}
 	defer releaseRange()
+	if *svcAddr != "" {
+		addr, err := netip.ParseAddr(*svcAddr)
+		if err != nil {
+			return fmt.Errorf("--services-address: %w", err)
+		}
+		svc := &services{addr: addr, mirror: *mirror, mirrorPort: *mirrorPort, forwards: ports}
+		if err := svc.start(ctx); err != nil {
+			return err
+		}
+		defer svc.stop()
+	}
 	hv := &hypervisor{cloud: cl, host: h, failed: map[string]time.Time{}}
 	ready := filepath.Join(*state, "ready")
 	defer os.Remove(ready) //nolint:errcheck // Gone with the state dir otherwise.

@@ -43,6 +43,7 @@ import (
 	providercontroller "github.com/stackservices/provider-stackservices/internal/controller"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/machines/local"
+	osmachines "github.com/stackservices/provider-stackservices/internal/machines/openstack"
 	"github.com/stackservices/provider-stackservices/internal/transfers"
 	"github.com/stackservices/provider-stackservices/internal/version"
 )
@@ -69,6 +70,7 @@ func main() {
 		enableLocalMachines = app.Flag("enable-local-machines", "Run the members of EtcdClusters with machines.type Local as processes on the provider's own host (development and tests only).").Default("false").Bool()
 		localMachinesDir    = app.Flag("local-machines-dir", "Where local etcd members keep their data, certificates and logs.").Default("/var/lib/provider-stackservices/machines").String()
 		etcdBinariesDir     = app.Flag("etcd-binaries-dir", "Directory with one folder per etcd version (v3.6.16/etcd...), for local machines.").Default("/usr/local/lib/provider-stackservices/etcd").String()
+		etcdChecksums       = app.Flag("etcd-release-checksums", "A file of SHA-256 sums of etcd release tarballs (sha256sum's format, as etcd's SHA256SUMS): the releases OpenStack servers may download from the etcdReleaseURL an EtcdCluster names. Read at each use. Without it, etcdReleaseURL is refused.").ExistingFile()
 		etcdProviderCIDRs   = app.Flag("etcd-provider-cidr", "Where the provider reaches etcd members on OpenStack servers from (its pods' or nodes' addresses, as the members' network sees them); repeat for several. The members' security group lets these reach the client port. Without it, EtcdClusters on OpenStack machines are refused.").Strings()
 	)
 	kingpin.MustParse(app.Parse(os.Args[1:]))
@@ -143,6 +145,9 @@ func main() {
 			openstack.NewSessionCache(openstack.SessionOptions{UserAgent: "provider-stackservices/" + version.Version})),
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
+	if *etcdChecksums != "" {
+		o.EtcdReleaseChecksums = osmachines.ChecksumsFile(*etcdChecksums)
+	}
 
 	if *enableLocalMachines {
 		lm, err := local.New(local.Options{Dir: *localMachinesDir, BinariesDir: *etcdBinariesDir, Log: log})

@@ -53,6 +53,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/machines"
 	"github.com/stackservices/provider-stackservices/internal/machines/local"
+	osmachines "github.com/stackservices/provider-stackservices/internal/machines/openstack"
 	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
@@ -233,6 +234,10 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 		// The host reaches the test bed's servers from the gateway addresses of their
 		// subnets, all inside the benchmarking range.
 		EtcdProviderCIDRs: []string{"198.18.0.0/15"},
+	}
+	// The SHA-256 sums of the test bed's mirror of etcd releases (cluster/openstack.sh).
+	if sums := os.Getenv("TESTBED_ETCD_SHA256SUMS"); sums != "" {
+		mo.EtcdReleaseChecksums = osmachines.ChecksumsFile(sums)
 	}
 	if o.Crash != nil && o.Crash.AfterMachineStart != nil {
 		mo.LocalMachines = &crashingMachines{Machines: e.Machines, crash: o.Crash}

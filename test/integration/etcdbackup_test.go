@@ -472,9 +472,38 @@ func TestEtcdRestoreIntoANewCluster(t *testing.T) {
 		t.Errorf("the cluster restored by time holds %d keys, want the %d of the backups", len(got), len(want))
 	}
 
-	// A tampered backup: the snapshot changed after its metadata was written.
-	mds, _ := storedBackups(t, direct, bucket, ns+"/source/")
-	md := mds[newest.Key]
+	tampered := tamperedCopy(t, direct, bucket, ns+"/source/", newest.Key)
+	for name, tc := range map[string]struct {
+		cr   *v1alpha1.EtcdCluster
+		want string
+	}{
+		"tampered": {cr: restoreFrom(ns, "tampered", etcdNew, 3, bucket, v1alpha1.Restore{Key: &tampered}), want: "cannot be restored"},
+		"missing":  {cr: restoreFrom(ns, "missing", etcdNew, 3, bucket, v1alpha1.Restore{Key: ptr.To(ns + "/source/nothing.snapshot")}), want: "cannot find the backup"},
+		"too-new":  {cr: restoreFrom(ns, "too-new", etcdOld, 1, bucket, v1alpha1.Restore{Key: &newest.Key}), want: "restore it into 3.6 or 3.7"},
+		"too-early": {cr: restoreFrom(ns, "too-early", etcdNew, 1, bucket, v1alpha1.Restore{
+			Source: &v1alpha1.BackupDestination{Prefix: ptr.To(ns + "/source/")}, LatestBefore: &metav1.Time{Time: written.Add(-time.Hour)},
+		}), want: "was taken before"},
+	} {
+		if err := env.Kube.Create(ctx, tc.cr); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		waitForConditionMessage(t, toUnstructured(t, tc.cr), tc.want)
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(tc.cr), tc.cr); err != nil {
+			t.Fatal(err)
+		}
+		if ms, err := env.Machines.List(ctx, string(tc.cr.GetUID())); err != nil || len(ms) != 0 {
+			t.Errorf("%s: %d machines (%v), want none: nothing may start from a backup that cannot be restored", name, len(ms), err)
+		}
+	}
+}
+
+// tamperedCopy stores a copy of the backup at key (under prefix) whose snapshot changed after
+// its metadata was written, and returns the copy's key.
+func tamperedCopy(t *testing.T, direct *s3.Client, bucket, prefix, key string) string {
+	t.Helper()
+	ctx := harness.Ctx(t)
+	mds, _ := storedBackups(t, direct, bucket, prefix)
+	md := mds[key]
 	r, _, err := direct.GetObject(ctx, bucket, md.Key)
 	if err != nil {
 		t.Fatalf("the backup %s is gone already: %v", md.Key, err)
@@ -493,28 +522,7 @@ func TestEtcdRestoreIntoANewCluster(t *testing.T) {
 	if err := direct.PutObject(ctx, bucket, md.Key+".json", b); err != nil {
 		t.Fatal(err)
 	}
-	for name, tc := range map[string]struct {
-		cr   *v1alpha1.EtcdCluster
-		want string
-	}{
-		"tampered": {cr: restoreFrom(ns, "tampered", etcdNew, 3, bucket, v1alpha1.Restore{Key: &md.Key}), want: "cannot be restored"},
-		"missing":  {cr: restoreFrom(ns, "missing", etcdNew, 3, bucket, v1alpha1.Restore{Key: ptr.To(ns + "/source/nothing.snapshot")}), want: "cannot find the backup"},
-		"too-new":  {cr: restoreFrom(ns, "too-new", etcdOld, 1, bucket, v1alpha1.Restore{Key: &newest.Key}), want: "restore it into 3.6 or 3.7"},
-		"too-early": {cr: restoreFrom(ns, "too-early", etcdNew, 1, bucket, v1alpha1.Restore{
-			Source: &v1alpha1.BackupDestination{Prefix: ptr.To(ns + "/source/")}, LatestBefore: &metav1.Time{Time: written.Add(-time.Hour)},
-		}), want: "was taken before"},
-	} {
-		if err := env.Kube.Create(ctx, tc.cr); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		waitForConditionMessage(t, toUnstructured(t, tc.cr), tc.want)
-		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(tc.cr), tc.cr); err != nil {
-			t.Fatal(err)
-		}
-		if ms, err := env.Machines.List(ctx, string(tc.cr.GetUID())); err != nil || len(ms) != 0 {
-			t.Errorf("%s: %d machines (%v), want none: nothing may start from a backup that cannot be restored", name, len(ms), err)
-		}
-	}
+	return md.Key
 }
 
 // TestEtcdBackupOnDemand: an EtcdBackup stores one snapshot under a key of its own, a new

@@ -339,6 +339,19 @@ func waitNothingLeft(t *testing.T, cc *gophercloud.ServiceClient, cr *v1alpha1.E
 	})
 }
 
+// memberGroupID is the Neutron ID of the cluster's members' security group.
+func memberGroupID(t *testing.T, cr *v1alpha1.EtcdCluster) string {
+	t.Helper()
+	sg := &netv1alpha1.SecurityGroup{}
+	if err := env.Kube.Get(harness.Ctx(t), client.ObjectKey{Namespace: cr.GetNamespace(), Name: cr.GetName() + "-members"}, sg); err != nil {
+		t.Fatalf("the members' SecurityGroup: %v", err)
+	}
+	if sg.Status.AtProvider.ID == "" {
+		t.Fatalf("the members' SecurityGroup %s has no ID", sg.GetName())
+	}
+	return sg.Status.AtProvider.ID
+}
+
 // TestEtcdClusterOnOpenStackMissingFlavor: a flavor that does not exist is a condition that
 // names it, and nothing is made in Neutron or Nova.
 func TestEtcdClusterOnOpenStackMissingFlavor(t *testing.T) {
@@ -537,11 +550,7 @@ func TestEtcdClusterOnOpenStackNoValidHost(t *testing.T) {
 	}
 	explainClusterOnFailure(t, cr, cc)
 	waitForConditionMessage(t, toUnstructured(t, cr), "server of homeless-0 is ERROR: No valid host was found")
-	sg := &netv1alpha1.SecurityGroup{}
-	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "homeless-members"}, sg); err != nil {
-		t.Fatal(err)
-	}
-	sgID := sg.Status.AtProvider.ID
+	sgID := memberGroupID(t, cr)
 
 	// Each attempt reuses the member's server: no new one is made.
 	tag := "etcd-cluster:" + string(cr.GetUID())

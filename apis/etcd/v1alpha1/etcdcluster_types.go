@@ -129,6 +129,20 @@ type OpenStackMachines struct {
 	// +kubebuilder:default="/opt/etcd/v{version}/etcd"
 	// +optional
 	EtcdPath string `json:"etcdPath,omitempty"`
+
+	// EtcdReleaseURL is where a server whose image lacks etcd at etcdPath downloads it: the
+	// release tarball of the member's version on an internal mirror of etcd's releases, with
+	// {version} standing for the version, as in
+	// https://mirror.example/etcd/v{version}/etcd-v{version}-linux-amd64.tar.gz. The server
+	// checks the tarball against the SHA-256 the platform team gave the provider for its
+	// file name (the provider's --etcd-release-checksums), unpacks it into etcdPath's
+	// directory and runs it; a tarball with other bytes never runs. The provider itself
+	// never fetches the URL.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^https?://[^\s'"\\]+$`
+	// +kubebuilder:validation:XValidation:rule="!self.endsWith('/')",message="etcdReleaseURL names the release tarball, not a directory"
+	// +optional
+	EtcdReleaseURL *string `json:"etcdReleaseURL,omitempty"`
 }
 
 // TLS settings of a cluster. The provider generates the cluster's CA; peers and clients both

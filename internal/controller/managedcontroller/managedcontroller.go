@@ -24,6 +24,7 @@ import (
 
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	"github.com/stackservices/provider-stackservices/internal/machines"
+	osmachines "github.com/stackservices/provider-stackservices/internal/machines/openstack"
 	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
@@ -46,6 +47,11 @@ type Options struct {
 	// EtcdProviderCIDRs are the addresses the provider reaches etcd members from; the
 	// members' security groups let them in (OpenStack machines need at least one).
 	EtcdProviderCIDRs []string
+
+	// EtcdReleaseChecksums are the SHA-256 sums of the etcd release tarballs that servers
+	// may download (--etcd-release-checksums); nil: none, and an EtcdCluster that names an
+	// etcdReleaseURL is refused.
+	EtcdReleaseChecksums osmachines.Checksums
 
 	// WrapTransport, when set, wraps the HTTP transport of the S3 clients; tests count calls
 	// with it. (OpenStack sessions take theirs from the session cache's options.)

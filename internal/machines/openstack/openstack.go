@@ -43,7 +43,6 @@ const (
 	errFmtStillDeleting = "the server of member %s is still being deleted; its port goes once it is gone"
 	errLimits           = "cannot read the project's compute quota"
 	errFmtQuota         = "the project's quota of %s cannot hold %d more servers of flavor %s (%d %s each; %d of %d in use): raise the quota or delete servers"
-	errRestore          = "restoring onto OpenStack machines is not supported yet: restore into a cluster with Local machines, or create the cluster without restore"
 
 	// Metadata keys and tag prefixes that tie servers and ports to a cluster and a member.
 	clusterTagPrefix = "etcd-cluster:"
@@ -76,6 +75,14 @@ type Spec struct {
 	SecurityGroups []string
 	// EtcdPath is where the image has etcd; {version} stands for the version.
 	EtcdPath string
+	// ReleaseURL, when set, is where a server without etcd at EtcdPath downloads the
+	// release tarball of its version ({version} stands for it), which must have the SHA-256
+	// Checksums give for its file name.
+	ReleaseURL string
+	Checksums  Checksums
+	// Version is the etcd version the cluster asks for: a new machine is allocated only
+	// if its release can be had.
+	Version string
 	// BuildTimeout: a server still building after this is reported Stopped, so that the
 	// member is replaced.
 	BuildTimeout time.Duration
@@ -264,6 +271,9 @@ func (b *Backend) Allocate(ctx context.Context, cluster, name string) (machines.
 	if _, err := b.o.Images.FindImage(ctx, b.o.Spec.Image); err != nil {
 		return machines.Machine{}, errors.Wrap(err, errImage)
 	}
+	if _, err := releaseFor(b.o.Spec.ReleaseURL, b.o.Spec.Version, b.o.Spec.Checksums); err != nil {
+		return machines.Machine{}, err
+	}
 	sg, err := b.o.SecurityGroup(ctx)
 	if err != nil {
 		return machines.Machine{}, errors.Wrap(err, errSecurityGroup)
@@ -295,9 +305,15 @@ func (b *Backend) Allocate(ctx context.Context, cluster, name string) (machines.
 
 // Start boots the member's server on its port, once: a server that exists (in any state) is
 // the member's, and a failed one is replaced by the planner, not restarted here.
+//
+// A restored member's server gets the snapshot's pre-signed URL and checksum; nothing boots
+// before the provider has read the snapshot whole and found it good (Restore.Checked): a
+// server cannot report a bad snapshot back, it would only fail to start.
 func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.MemberConfig) (machines.Machine, error) {
-	if cfg.Restore != nil {
-		return machines.Machine{}, errors.New(errRestore)
+	if cfg.Restore != nil && cfg.Restore.Checked != nil {
+		if err := cfg.Restore.Checked(ctx); err != nil {
+			return machines.Machine{}, err
+		}
 	}
 	f, err := b.find(ctx, cluster)
 	if err != nil {
@@ -320,7 +336,11 @@ func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.
 	if s := f.servers[name]; len(s) > 0 {
 		return b.machine(cluster, name, &p, s), nil
 	}
-	ud, err := userData(name, p.FixedIPs[0].IPAddress, b.o.Spec.EtcdPath, cfg)
+	release, err := releaseFor(b.o.Spec.ReleaseURL, strings.TrimPrefix(cfg.Version, "v"), b.o.Spec.Checksums)
+	if err != nil {
+		return machines.Machine{}, err
+	}
+	ud, err := userData(member{Name: name, Address: p.FixedIPs[0].IPAddress, EtcdPath: b.o.Spec.EtcdPath, Release: release, Config: cfg})
 	if err != nil {
 		return machines.Machine{}, err
 	}

@@ -42,15 +42,20 @@ func TestUserDataIsValidCloudConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	member, err := ca.IssueMember("orders-0", []net.IP{net.ParseIP("198.19.9.10")}, time.Hour, now)
+	memberCert, err := ca.IssueMember("orders-0", []net.IP{net.ParseIP("198.19.9.10")}, time.Hour, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ud, err := userData("orders-0", "198.19.9.10", "/opt/etcd/v{version}/etcd", machines.MemberConfig{
-		Version: "3.6.16", InitialCluster: "orders-0=https://198.19.9.10:2380", InitialClusterState: "new",
-		InitialClusterToken: "uid", CA: ca.CertPEM, Cert: member.CertPEM, Key: member.KeyPEM,
-		QuotaBackendBytes: 2 << 30, AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
-	})
+	// With every part a member can have: a release to download, a restore, an identity.
+	ud, err := userData(member{Name: "orders-0", Address: "198.19.9.10", EtcdPath: "/opt/etcd-releases/v{version}/etcd",
+		Release: &Release{URL: "https://mirror.example/etcd/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz", SHA256: strings.Repeat("ab", 32)},
+		Config: machines.MemberConfig{
+			Version: "3.6.16", InitialCluster: "orders-0=https://198.19.9.10:2380", InitialClusterState: "new",
+			InitialClusterToken: "uid", CA: ca.CertPEM, Cert: memberCert.CertPEM, Key: memberCert.KeyPEM,
+			QuotaBackendBytes: 2 << 30, AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
+			Restore: &machines.RestoreSource{URL: "https://s3.example/b/k?X-Amz-Signature=x&a='b'", Size: 1 << 30,
+				SHA256: strings.Repeat("cd", 32), AgeIdentity: "AGE-SECRET-KEY-1XYZ", BumpRevision: 1e9},
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

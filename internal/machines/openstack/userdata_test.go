@@ -13,7 +13,7 @@ import (
 func TestUserData(t *testing.T) {
 	cfg := memberConfig()
 	cfg.QuotaBackendBytes = 8 << 30
-	ud, err := userData("db-0", "198.19.9.10", "/opt/etcd/v{version}/etcd", cfg)
+	ud, err := userData(member{Name: "db-0", Address: "198.19.9.10", EtcdPath: "/opt/etcd/v{version}/etcd", Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestUserData(t *testing.T) {
 	}
 	unit := files[unitPath].Content
 	for _, want := range []string{
-		"ExecStart=/opt/etcd/v3.6.16/etcd --name=db-0 --data-dir=/var/lib/etcd --listen-peer-urls=https://198.19.9.10:2380 ",
+		"ExecStart=/bin/sh /etc/etcd/member.sh /opt/etcd/v3.6.16/etcd --name=db-0 --data-dir=/var/lib/etcd --listen-peer-urls=https://198.19.9.10:2380 ",
 		"--initial-cluster=db-0=https://198.19.9.10:2380 ", "--client-cert-auth=true", "--peer-client-cert-auth=true",
 		"--quota-backend-bytes=8589934592", "Restart=always", "WantedBy=multi-user.target",
 	} {
@@ -61,7 +61,7 @@ func TestUserDataRefusals(t *testing.T) {
 	noToken.InitialClusterToken = ""
 	for name, cfg := range map[string]machines.MemberConfig{"TooBig": big, "Invalid": noToken} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := userData("db-0", "198.19.9.10", "/opt/etcd/v{version}/etcd", cfg); err == nil {
+			if _, err := userData(member{Name: "db-0", Address: "198.19.9.10", EtcdPath: "/opt/etcd/v{version}/etcd", Config: cfg}); err == nil {
 				t.Error("userData accepted it")
 			}
 		})

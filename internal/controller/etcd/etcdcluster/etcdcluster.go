@@ -36,6 +36,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
 	"github.com/stackservices/provider-stackservices/internal/etcd"
 	"github.com/stackservices/provider-stackservices/internal/machines"
+	osmachines "github.com/stackservices/provider-stackservices/internal/machines/openstack"
 	"github.com/stackservices/provider-stackservices/internal/transfers"
 )
 
@@ -93,15 +94,16 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	}
 	return managedcontroller.Setup(mgr, o, Kind,
 		managedcontroller.WithExternalConnector[*v1alpha1.EtcdCluster](&connector{
-			kube:          mgr.GetClient(),
-			local:         o.LocalMachines,
-			openstack:     o.OpenStack,
-			providerCIDRs: o.EtcdProviderCIDRs,
-			newCluster:    etcdclient.New,
-			record:        managedcontroller.Recorder(mgr, Kind),
-			backups:       b,
-			newObjects:    newObjects,
-			transfers:     o.ReconcileTransfers(),
+			kube:             mgr.GetClient(),
+			local:            o.LocalMachines,
+			openstack:        o.OpenStack,
+			providerCIDRs:    o.EtcdProviderCIDRs,
+			releaseChecksums: o.EtcdReleaseChecksums,
+			newCluster:       etcdclient.New,
+			record:           managedcontroller.Recorder(mgr, Kind),
+			backups:          b,
+			newObjects:       newObjects,
+			transfers:        o.ReconcileTransfers(),
 		}),
 		// A bootstrap from a backup streams the backup to each member first.
 		managed.WithTimeout(reconcileTimeout),
@@ -156,11 +158,13 @@ type connector struct {
 	// providerCIDRs are where the provider reaches members from (--etcd-provider-cidr);
 	// empty, OpenStack machines are refused.
 	providerCIDRs []string
-	newCluster    clusterFactory
-	record        event.Recorder
-	backups       *backups
-	newObjects    func(s3.Config) (s3.Objects, error)
-	transfers     *transfers.Limiter
+	// releaseChecksums vouch for the etcd releases servers download (--etcd-release-checksums).
+	releaseChecksums osmachines.Checksums
+	newCluster       clusterFactory
+	record           event.Recorder
+	backups          *backups
+	newObjects       func(s3.Config) (s3.Objects, error)
+	transfers        *transfers.Limiter
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdCluster) (managed.TypedExternalClient[*v1alpha1.EtcdCluster], error) {

@@ -74,7 +74,8 @@ func (c *connector) openstackMachines(ctx context.Context, cr *v1alpha1.EtcdClus
 			Network: ptr.Deref(spec.Network, ""), Subnet: ptr.Deref(spec.Subnet, ""),
 			AvailabilityZones: spec.AvailabilityZones, ServerGroupPolicy: spec.ServerGroupPolicy,
 			KeyPair: ptr.Deref(spec.KeyPair, ""), SecurityGroups: spec.SecurityGroups,
-			EtcdPath: etcdPath(spec),
+			EtcdPath: etcdPath(spec), ReleaseURL: ptr.Deref(spec.EtcdReleaseURL, ""), Checksums: c.releaseChecksums,
+			Version: cr.Spec.ForProvider.Version,
 		},
 		SecurityGroup: func(ctx context.Context) (string, error) {
 			return ensureMemberGroup(ctx, c.kube, cr, c.providerCIDRs)
