@@ -497,6 +497,21 @@ func TestEtcdRestoreIntoANewCluster(t *testing.T) {
 	}
 }
 
+// objectBytes reads an object whole.
+func objectBytes(t *testing.T, direct *s3.Client, bucket, key string) []byte {
+	t.Helper()
+	r, _, err := direct.GetObject(harness.Ctx(t), bucket, key)
+	if err != nil {
+		t.Fatalf("read %s: %v", key, err)
+	}
+	defer r.Close() //nolint:errcheck // Read whole already.
+	data, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // tamperedCopy stores a copy of the backup at key (under prefix) whose snapshot changed after
 // its metadata was written, and returns the copy's key.
 func tamperedCopy(t *testing.T, direct *s3.Client, bucket, prefix, key string) string {
@@ -504,15 +519,7 @@ func tamperedCopy(t *testing.T, direct *s3.Client, bucket, prefix, key string) s
 	ctx := harness.Ctx(t)
 	mds, _ := storedBackups(t, direct, bucket, prefix)
 	md := mds[key]
-	r, _, err := direct.GetObject(ctx, bucket, md.Key)
-	if err != nil {
-		t.Fatalf("the backup %s is gone already: %v", md.Key, err)
-	}
-	data, err := io.ReadAll(r)
-	_ = r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := objectBytes(t, direct, bucket, md.Key)
 	data[len(data)/2] ^= 1
 	md.Key = "tampered/" + md.Key[strings.LastIndex(md.Key, "/")+1:]
 	b, _ := json.Marshal(md)
@@ -677,21 +684,28 @@ func TestEtcdEncryptedBackups(t *testing.T) {
 	want, _ := allKeys(t, c)
 	cr = backupsSince(t, cr, start.Add(time.Second), 2)
 	newest := cr.Status.AtProvider.Backup.Stored[0]
+	// An on-demand backup that names no recipients is encrypted as the cluster's backups are.
+	onDemand := &v1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-demand"},
+		Spec: v1alpha1.EtcdBackupSpec{ForProvider: v1alpha1.EtcdBackupParameters{
+			ClusterRef:  v1alpha1.LocalObjectReference{Name: "secrets"},
+			Destination: v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}},
+		}},
+	}
+	if err := env.Kube.Create(ctx, onDemand); err != nil {
+		t.Fatal(err)
+	}
+	onDemand = waitFor(t, onDemand, "True", nil)
 	env.Mutate(t, client.ObjectKeyFromObject(cr), cr, func() { cr.Spec.ForProvider.Backup = nil })
+	if !onDemand.Status.AtProvider.Encrypted || !strings.HasPrefix(string(objectBytes(t, direct, bucket, onDemand.Status.AtProvider.Key)), "age-encryption.org/v1") {
+		t.Errorf("the on-demand backup of a cluster whose backups are encrypted is stored in the clear (status %+v)", onDemand.Status.AtProvider)
+	}
 
 	mds, _ := storedBackups(t, direct, bucket, ns+"/secrets/")
 	if md := mds[newest.Key]; !md.Encrypted {
 		t.Errorf("metadata of %s: not encrypted", newest.Key)
 	}
-	r, _, err := direct.GetObject(ctx, bucket, newest.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(r)
-	_ = r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := objectBytes(t, direct, bucket, newest.Key)
 	if strings.Contains(string(data), "find-me-in-the-clear") || !strings.HasPrefix(string(data), "age-encryption.org/v1") {
 		t.Error("the stored backup is not an age file, or holds a value in the clear")
 	}

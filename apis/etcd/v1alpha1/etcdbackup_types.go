@@ -16,6 +16,13 @@ type EtcdBackupParameters struct {
 	// scheduled backups'. The backup keeps it: deleting the backup after its cluster (and
 	// after the cluster's own backup settings) still finds the objects.
 	Destination BackupDestination `json:"destination"`
+
+	// Encryption encrypts the snapshot to age recipients as it streams. Unset, the backup
+	// is encrypted as the cluster's scheduled backups are (its backup.encryption, when the
+	// backup is taken): an on-demand backup of a cluster whose backups are encrypted is
+	// never stored in the clear.
+	// +optional
+	Encryption *Encryption `json:"encryption,omitempty"`
 }
 
 // EtcdBackupObservation is the backup as stored.
@@ -35,6 +42,9 @@ type EtcdBackupObservation struct {
 	EtcdVersion string `json:"etcdVersion,omitempty"`
 	// Time the snapshot began.
 	Time *metav1.Time `json:"time,omitempty"`
+	// Encrypted is true when the snapshot is stored encrypted (age); restoring it needs an
+	// identity of one of its recipients.
+	Encrypted bool `json:"encrypted,omitempty"`
 }
 
 // An EtcdBackupSpec defines the desired state of an EtcdBackup.

@@ -45,6 +45,7 @@ const (
 	errFmtEncrypted  = "backup %s is encrypted: name an age identity of one of its recipients in spec.forProvider.restore.decryption"
 	errDecrypt       = "cannot decrypt the backup with the identity given"
 	errFmtNoneBefore = "none of the %d backups in %s/%s was taken before %s"
+	errFmtRecipient  = "%s[%d] is not an age recipient: %v"
 
 	// DefaultPartSize is the size of the parts snapshots are uploaded in: the provider holds
 	// at most three at once.
@@ -278,6 +279,20 @@ func Remove(ctx context.Context, st Store, key string) error {
 		return err
 	}
 	return errors.Wrap(st.Objects.DeleteObjects(ctx, st.Bucket, []string{key, MetadataKey(key)}), errRemove)
+}
+
+// ParseRecipients parses age X25519 recipients (age1...); field names them in errors
+// (spec.forProvider.backup.encryption.recipients).
+func ParseRecipients(field string, recipients []string) ([]age.Recipient, error) {
+	out := make([]age.Recipient, 0, len(recipients))
+	for i, r := range recipients {
+		rc, err := age.ParseX25519Recipient(r)
+		if err != nil {
+			return nil, errors.Errorf(errFmtRecipient, field, i, err)
+		}
+		out = append(out, rc)
+	}
+	return out, nil
 }
 
 // encrypting is r encrypted to the recipients, as a reader: the encryption runs in a

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"filippo.io/age"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -170,7 +171,21 @@ func observation(bucket string, md backup.Metadata) v1alpha1.EtcdBackupObservati
 	return v1alpha1.EtcdBackupObservation{
 		Bucket: bucket, Key: md.Key, Size: md.Size, SHA256: md.SHA256, Revision: md.Revision,
 		ClusterID: md.ClusterID, Member: md.Member, EtcdVersion: md.EtcdVersion, Time: &metav1.Time{Time: md.Time},
+		Encrypted: md.Encrypted,
 	}
+}
+
+// recipientsFor are the age recipients the backup is encrypted to: its own, else its
+// cluster's scheduled backups' (so that an on-demand backup is never stored in the clear
+// when the cluster's backups are not).
+func recipientsFor(cr *v1alpha1.EtcdBackup, cluster *v1alpha1.EtcdCluster) ([]age.Recipient, error) {
+	if enc := cr.Spec.ForProvider.Encryption; enc != nil {
+		return backup.ParseRecipients("spec.forProvider.encryption.recipients", enc.Recipients)
+	}
+	if b := cluster.Spec.ForProvider.Backup; b != nil && b.Encryption != nil {
+		return backup.ParseRecipients("the cluster's spec.forProvider.backup.encryption.recipients", b.Encryption.Recipients)
+	}
+	return nil, nil
 }
 
 // Create takes the snapshot, from a healthy follower of the cluster when there is one.
@@ -198,6 +213,10 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.EtcdBackup) (managed
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
+	recipients, err := recipientsFor(cr, cluster)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
 	release, ok := e.transfers.TryAcquire(cr.GetNamespace())
 	if !ok {
 		return managed.ExternalCreation{}, errors.Errorf(errFmtWaits, cr.GetNamespace(), e.transfers.Slots())
@@ -212,7 +231,8 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.EtcdBackup) (managed
 		Name:    cr.GetName(),
 		Cluster: cr.GetNamespace() + "/" + name, ClusterID: cluster.Status.AtProvider.ClusterID,
 		Member: from.Name, EtcdVersion: cluster.Status.AtProvider.Version, Now: e.now(),
-		Open: func(ctx context.Context) (*etcdclient.Snapshot, error) { return cl.Snapshot(ctx, from.ClientURL) },
+		Open:       func(ctx context.Context) (*etcdclient.Snapshot, error) { return cl.Snapshot(ctx, from.ClientURL) },
+		Recipients: recipients,
 	})
 	if err != nil {
 		return managed.ExternalCreation{}, err

@@ -35,7 +35,6 @@ const (
 	errS3Client          = "cannot build the S3 client of the backup destination"
 	errFmtDestination    = "cannot use spec.forProvider.backup.destination: %v"
 	errBackupsStopped    = "the provider is stopping"
-	errFmtRecipient      = "spec.forProvider.backup.encryption.recipients[%d] is not an age recipient: %v"
 	errFmtUnverified     = "backup %s did not verify, and was deleted: %v"
 	errFmtUnverifiedKept = "backup %s did not verify: %v; and it could not be deleted: %v"
 	errFmtRetentionRan   = "the backup was stored, but retention failed: %v"
@@ -509,13 +508,5 @@ func recipientsOf(enc *v1alpha1.Encryption) ([]age.Recipient, error) {
 	if enc == nil {
 		return nil, nil
 	}
-	out := make([]age.Recipient, 0, len(enc.Recipients))
-	for i, r := range enc.Recipients {
-		rc, err := age.ParseX25519Recipient(r)
-		if err != nil {
-			return nil, errors.Errorf(errFmtRecipient, i, err)
-		}
-		out = append(out, rc)
-	}
-	return out, nil
+	return backup.ParseRecipients("spec.forProvider.backup.encryption.recipients", enc.Recipients)
 }
