@@ -56,7 +56,8 @@ INIT_MARKER=$STATE_DIR/.initialised
 # 2: Swift (rings, user swift, object-store endpoints, check credential) and user demo2.
 # 3: Nova, Placement, Glance (databases, users, endpoints, flavors, image, zones) and the
 #    Neutron agent rows of the compute hosts.
-STATE_VERSION=3
+# 4: Cinder (database, user, endpoints), so that servers boot from volumes.
+STATE_VERSION=4
 LOCK_FILE=$RUN_DIR/.openstack.lock
 
 HOST=127.0.0.1
@@ -75,6 +76,7 @@ SWIFT_OBJECT_PORT=6200
 NOVA_PORT=8774
 PLACEMENT_PORT=8778
 GLANCE_PORT=9292
+CINDER_PORT=8776
 RABBIT_PORT=5672
 RABBIT_DIST_PORT=25672
 EPMD_PORT=4369
@@ -84,6 +86,7 @@ SWIFT_URL=http://$HOST:$SWIFT_PROXY_PORT
 NOVA_URL=http://$HOST:$NOVA_PORT/v2.1
 PLACEMENT_URL=http://$HOST:$PLACEMENT_PORT
 GLANCE_URL=http://$HOST:$GLANCE_PORT
+CINDER_URL=http://$HOST:$CINDER_PORT
 REGION=RegionOne
 # s3api's `location`: S3 clients must sign for this region (not Keystone's RegionOne).
 S3_REGION=us-east-1
@@ -99,6 +102,7 @@ DEMO2_PASSWORD="demo2"
 NOVA_PASSWORD="nova"
 PLACEMENT_PASSWORD="placement"
 GLANCE_PASSWORD="glance"
+CINDER_PASSWORD="cinder"
 # An EC2 credential of user swift (project service), made with the catalog, for the S3
 # readiness check (s3api, s3token, Keystone, keystoneauth and the account server all take
 # part). Tests should make their own credentials.
@@ -122,6 +126,10 @@ PACKAGES=(
   # The servers' image is the host's file system: age decrypts an encrypted backup restored
   # onto servers, as it must in a production image.
   age
+  # Cinder without its daemons' packages (cinder-volume pulls LVM and iSCSI tools): API,
+  # scheduler and volume service run from python3-cinder, with a driver that keeps volumes
+  # in the database only (cluster/openstack/cinder_testbed_driver.py).
+  python3-cinder
 )
 
 # The OpenStack tools are Debian's Python programs: call them by absolute path with Debian's
@@ -169,6 +177,7 @@ proc_pattern() {
     nova-api) echo nova-api-uwsgi.ini ;;
     nova-conductor | nova-scheduler) echo "$1" ;;
     nova-compute-*) echo "$1.conf" ;;
+    cinder-api | cinder-scheduler | cinder-volume) echo "cinder.cmd.${1#cinder-}" ;;
     hypervisor) echo "hypervisor run" ;;
     *) die "unknown service $1" ;;
   esac
@@ -383,6 +392,8 @@ render() {
     -e "s|@PLACEMENT_PASSWORD@|$PLACEMENT_PASSWORD|g" \
     -e "s|@GLANCE_PORT@|$GLANCE_PORT|g" \
     -e "s|@GLANCE_PASSWORD@|$GLANCE_PASSWORD|g" \
+    -e "s|@CINDER_PORT@|$CINDER_PORT|g" \
+    -e "s|@CINDER_PASSWORD@|$CINDER_PASSWORD|g" \
     -e "s|@RABBIT_PORT@|$RABBIT_PORT|g" \
     "$TEMPLATE_DIR/$1" >"$ETC_DIR/$1.tmp"
   mv "$ETC_DIR/$1.tmp" "$ETC_DIR/$1"
@@ -393,7 +404,7 @@ render_configs() {
   for t in keystone.conf keystone-uwsgi.ini neutron.conf ml2_conf.ini \
     swift-account-server.conf swift-container-server.conf swift-object-server.conf \
     swift-proxy-server.conf nova.conf nova-api-uwsgi.ini placement.conf placement-uwsgi.ini \
-    glance-api.conf rabbitmq.conf; do
+    glance-api.conf rabbitmq.conf cinder.conf cinder-api-paste.ini cinder-resource-filters.json; do
     render "$t"
   done
   nova_compute_configs
@@ -424,6 +435,7 @@ export S3_ENDPOINT=$SWIFT_URL
 export S3_REGION=$S3_REGION
 export OS_CLIENT_CONFIG_FILE=$CLOUDS_FILE
 export NOVA_URL=$NOVA_URL
+export CINDER_URL=$CINDER_URL
 # What the test bed's Nova offers: flavors, the image (the servers' root file system is
 # the host's, with the etcd releases cluster/tools.sh built under /opt/etcd/<version>/),
 # the availability zones and the compute hosts in each.
@@ -808,7 +820,7 @@ compute_zone() {
 FLAVOR_SMALL=testbed.small
 FLAVOR_LARGE=testbed.large
 IMAGE_NAME=testbed-etcd
-NOVA_DATABASES=(nova_api nova nova_cell0 placement glance)
+NOVA_DATABASES=(nova_api nova nova_cell0 placement glance cinder)
 RABBIT_NODE=testbed@localhost
 HYPERVISOR_BIN=$STATE_DIR/bin/hypervisor
 
@@ -833,7 +845,7 @@ nova_compute_configs() {
 
 nova_catalog() {
   local svc iface
-  for svc in nova placement glance; do
+  for svc in nova placement glance cinder; do
     local pw_var=${svc^^}_PASSWORD
     echo "user create --domain default --password ${!pw_var} --or-show $svc"
     echo "role add --project service --user $svc admin"
@@ -842,7 +854,13 @@ nova_catalog() {
   echo "service create --name nova compute"
   echo "service create --name placement placement"
   echo "service create --name glance image"
+  # Both names of Cinder's v3 API: Nova (Zed) asks the catalog for volumev3, gophercloud
+  # for block-storage.
+  echo "service create --name cinder block-storage"
+  echo "service create --name cinderv3 volumev3"
   for iface in public internal admin; do
+    echo "endpoint create --region $REGION block-storage $iface $CINDER_URL/v3/%(project_id)s"
+    echo "endpoint create --region $REGION volumev3 $iface $CINDER_URL/v3/%(project_id)s"
     echo "endpoint create --region $REGION compute $iface $NOVA_URL"
     echo "endpoint create --region $REGION placement $iface $PLACEMENT_URL"
     echo "endpoint create --region $REGION image $iface $GLANCE_URL"
@@ -876,6 +894,9 @@ nova_init() {
   pids+=($!)
   /usr/bin/glance-manage --config-file "$ETC_DIR/glance-api.conf" db_sync >"$LOG_DIR/glance-manage.log" 2>&1 &
   pids+=($!)
+  cinder_argv cinder-manage cinder.cmd.manage
+  "${CINDER_ARGV[@]}" --config-file "$ETC_DIR/cinder.conf" db sync >"$LOG_DIR/cinder-manage.log" 2>&1 &
+  pids+=($!)
   {
     nova_manage api_db sync &&
       nova_manage cell_v2 map_cell0 --database_connection \
@@ -884,8 +905,8 @@ nova_init() {
       nova_manage db sync
   } >"$logf" 2>&1 || rc=1
   for db in "${pids[@]}"; do wait "$db" || rc=1; done
-  ((rc == 0)) || die "Nova's, Placement's or Glance's database set-up failed" "$logf" \
-    "$LOG_DIR/placement-manage.log" "$LOG_DIR/glance-manage.log"
+  ((rc == 0)) || die "Nova's, Placement's, Glance's or Cinder's database set-up failed" "$logf" \
+    "$LOG_DIR/placement-manage.log" "$LOG_DIR/glance-manage.log" "$LOG_DIR/cinder-manage.log"
 }
 
 # RabbitMQ as root without Debian's wrapper (which su's to user rabbitmq), everything under
@@ -941,6 +962,45 @@ nova_start() {
       --config-file "$ETC_DIR/nova-$h.conf" --log-file "$LOG_DIR/nova-$h.log"
   done
 }
+
+# cinder_argv NAME MODULE sets CINDER_ARGV to the command of a Cinder program run from
+# python3-cinder's module, without the Debian package that would install its script (and its
+# init scripts and dependencies). PYTHONPATH holds the test bed's volume driver.
+cinder_argv() {
+  CINDER_ARGV=(/usr/bin/env PYTHONPATH="$TEMPLATE_DIR" /usr/bin/python3 -c
+    "import sys; from $2 import main; sys.argv[0] = '$1'; sys.exit(main())")
+}
+
+cinder_start() {
+  local svc
+  mkdir -p "$STATE_DIR/cinder/lock"
+  for svc in cinder-api cinder-scheduler cinder-volume; do
+    running "$svc" && continue
+    cinder_argv "$svc" "cinder.cmd.${svc#cinder-}"
+    start_daemon "$svc" "$([[ $svc == cinder-api ]] && echo "$CINDER_PORT" || echo -)" "$LOG_DIR/$svc.out" \
+      "${CINDER_ARGV[@]}" --config-file "$ETC_DIR/cinder.conf" --log-file "$LOG_DIR/$svc.log"
+  done
+}
+
+# cinder_volume_up: the volume service reports to the scheduler (until it does, the
+# scheduler holds volume creates back).
+cinder_volume_up() {
+  local tok body
+  tok=$(token admin "$ADMIN_PASSWORD" admin)
+  [[ -n $tok ]] || return 1
+  body=$(curl -s --max-time 10 -H "X-Auth-Token: $tok" "$CINDER_URL/v3/os-services?binary=cinder-volume") || return 1
+  grep -q '"state": *"up"' <<<"$body"
+}
+
+cinder_wait() {
+  wait_until cinder-api "$NOVA_TIMEOUT" "an answer on GET $CINDER_URL/" "$LOG_DIR/cinder-api.log" \
+    cinder_answers
+  wait_until cinder-volume "$NOVA_TIMEOUT" "the volume service up" "$LOG_DIR/cinder-volume.log" \
+    cinder_volume_up
+}
+
+# Cinder's version document answers 300 Multiple Choices.
+cinder_answers() { [[ $(http_code "$CINDER_URL/") == 300 ]]; }
 
 # nova_hypervisors_registered: every compute host has registered its hypervisor.
 nova_hypervisors_registered() {
@@ -1017,7 +1077,7 @@ hypervisor_start() {
 # Start order; stopped in reverse.
 SERVICES=(memcached mariadb keystone neutron swift-account swift-container swift-object swift-proxy
   epmd rabbitmq placement glance nova-api nova-conductor nova-scheduler
-  nova-compute-1 nova-compute-2 nova-compute-3 hypervisor)
+  cinder-api cinder-scheduler cinder-volume nova-compute-1 nova-compute-2 nova-compute-3 hypervisor)
 
 all_running() {
   local s
@@ -1030,6 +1090,9 @@ stop_all() {
   stop_service hypervisor 180
   local h
   for h in "${COMPUTE_HOSTS[@]}"; do stop_service "nova-$h" 30; done
+  stop_service cinder-volume 30
+  stop_service cinder-scheduler 30
+  stop_service cinder-api 30
   stop_service nova-scheduler 30
   stop_service nova-conductor 30
   stop_service nova-api 30
@@ -1087,7 +1150,8 @@ cmd_up() {
   cmd_install
   if initialised && all_running && http_ok "$KEYSTONE_URL" &&
     http_ok "$NEUTRON_URL/" && http_ok "$(swift_healthcheck_url proxy)" &&
-    neutron_api_ok && swift_api_ok && http_ok "$NOVA_URL/" && [[ -f $STATE_DIR/hypervisor/ready ]]; then
+    neutron_api_ok && swift_api_ok && http_ok "$NOVA_URL/" && cinder_answers &&
+    [[ -f $STATE_DIR/hypervisor/ready ]]; then
     write_client_files
     log "already running (checked in $(elapsed "$t0")s); env: $ENV_FILE"
     return 0
@@ -1164,8 +1228,10 @@ cmd_up() {
 
   # Nova's services authenticate with Keystone and Neutron as they start.
   rabbitmq_wait
+  cinder_start
   nova_start
   nova_wait
+  cinder_wait
   if $fresh; then nova_objects; fi
   hypervisor_start
 

@@ -450,6 +450,15 @@ func (e *Env) Compute(ctx context.Context, cloud string) (*gophercloud.ServiceCl
 	return cc, nil
 }
 
+// BlockStorage returns a Cinder client of the named cloud.
+func (e *Env) BlockStorage(ctx context.Context, cloud string) (*gophercloud.ServiceClient, error) {
+	pc, eo, err := e.provider(ctx, cloud)
+	if err != nil {
+		return nil, err
+	}
+	return goopenstack.NewBlockStorageV3(pc, eo)
+}
+
 // Network returns a Neutron client of the named cloud (the admin sees every project's).
 func (e *Env) Network(ctx context.Context, cloud string) (*gophercloud.ServiceClient, error) {
 	pc, eo, err := e.provider(ctx, cloud)

@@ -31,7 +31,7 @@ import (
 // through a pre-signed URL (its user-data holds no S3 credentials), checks its size and
 // SHA-256, decrypts it with age, restores it with etcdutl and starts. The restored cluster holds every key of the
 // backup, at a revision moved on past it, and no server was given the S3 secret key. A
-// tampered backup boots no server. A release the provider has no checksum for is a
+// tampered backup boots no server. The servers boot from Cinder volumes, which go with them. A release the provider has no checksum for is a
 // condition, before any port is made.
 func TestEtcdClusterOnOpenStackRestoredFromAMirror(t *testing.T) {
 	t.Parallel()
@@ -114,7 +114,9 @@ func TestEtcdClusterOnOpenStackRestoredFromAMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Booted from Cinder volumes made from the image.
 	restored := onMirror(newEtcdCluster(ns, "restored", etcdNew, 3), releaseURL)
+	restored.Spec.ForProvider.Machines.OpenStack.BootVolumeGiB = ptr.To[int32](1)
 	restored.Spec.ForProvider.Restore = &v1alpha1.Restore{Source: &dest, Key: &newest.Key,
 		Decryption: &v1alpha1.Decryption{IdentitySecretRef: v1alpha1.SecretKeyReference{Name: "backup-identity", Key: "age.key"}}}
 	start := time.Now()
@@ -148,7 +150,18 @@ func TestEtcdClusterOnOpenStackRestoredFromAMirror(t *testing.T) {
 	}
 	srvs, _ := servers.ExtractServers(pages)
 	state := mustEnv(t, "HYPERVISOR_STATE")
+	vols := map[string]bool{}
+	for _, v := range bootVolumes(t, restored) {
+		if v.Status != "in-use" || v.Size != 1 || len(v.Attachments) != 1 || v.Bootable != "true" {
+			t.Errorf("boot volume %s: %s, %d GiB, attachments %v, bootable %s; want in use by its server, 1 GiB, from the image", v.Name, v.Status, v.Size, v.Attachments, v.Bootable)
+			continue
+		}
+		vols[v.Attachments[0].ServerID] = true
+	}
 	for _, s := range srvs {
+		if !vols[s.ID] {
+			t.Errorf("server %s boots from no volume of the cluster", s.Name)
+		}
 		root := filepath.Join(state, "vms", s.ID, "root")
 		if _, err := os.Stat(filepath.Join(root, "opt/etcd-releases/v"+etcdNew, "etcdutl")); err != nil {
 			t.Errorf("server %s: the release from the mirror is not unpacked: %v", s.Name, err)

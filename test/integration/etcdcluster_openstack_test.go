@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/quotasets"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
@@ -335,8 +336,30 @@ func waitNothingLeft(t *testing.T, cc *gophercloud.ServiceClient, cr *v1alpha1.E
 		if _, err := groups.Get(ctx, env.Neutron, securityGroupID).Extract(); err == nil {
 			return fmt.Errorf("security group %s left", securityGroupID)
 		}
+		if vs := bootVolumes(t, cr); len(vs) > 0 {
+			return fmt.Errorf("%d boot volumes left", len(vs))
+		}
 		return nil
 	})
+}
+
+// bootVolumes are the cluster's volumes in Cinder (its members' boot volumes).
+func bootVolumes(t *testing.T, cr *v1alpha1.EtcdCluster) []volumes.Volume {
+	t.Helper()
+	ctx := harness.Ctx(t)
+	bs, err := env.BlockStorage(ctx, harness.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := volumes.List(bs, volumes.ListOpts{Metadata: map[string]string{"etcd-cluster": string(cr.GetUID())}}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := volumes.ExtractVolumes(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
 }
 
 // memberGroupID is the Neutron ID of the cluster's members' security group.

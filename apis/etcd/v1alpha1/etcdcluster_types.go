@@ -130,6 +130,15 @@ type OpenStackMachines struct {
 	// +optional
 	EtcdPath string `json:"etcdPath,omitempty"`
 
+	// BootVolumeGiB boots each member's server from a Cinder volume of this size (GiB) made
+	// from the image, instead of the flavor's root disk (etcd's data then lives on the
+	// volume's storage). The volume is made before the server, with the cluster's identity
+	// in its metadata, and deleted with the server. A change applies to members made after it.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16384
+	// +optional
+	BootVolumeGiB *int32 `json:"bootVolumeGiB,omitempty"`
+
 	// EtcdReleaseURL is where a server whose image lacks etcd at etcdPath downloads it: the
 	// release tarball of the member's version on an internal mirror of etcd's releases, with
 	// {version} standing for the version, as in

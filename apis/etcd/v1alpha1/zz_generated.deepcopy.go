@@ -584,6 +584,11 @@ func (in *OpenStackMachines) DeepCopyInto(out *OpenStackMachines) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.BootVolumeGiB != nil {
+		in, out := &in.BootVolumeGiB, &out.BootVolumeGiB
+		*out = new(int32)
+		**out = **in
+	}
 	if in.EtcdReleaseURL != nil {
 		in, out := &in.EtcdReleaseURL, &out.EtcdReleaseURL
 		*out = new(string)

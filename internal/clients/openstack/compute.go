@@ -24,6 +24,7 @@ const (
 	errFmtManyImages   = "more than one image is named %q: name it by ID"
 	errComputeEndpoint = "cannot find the compute (Nova) endpoint in the Keystone catalog"
 	errImageEndpoint   = "cannot find the image (Glance) endpoint in the Keystone catalog"
+	errVolumeEndpoint  = "cannot find the block-storage (Cinder) endpoint in the Keystone catalog: members that boot from volumes need it"
 )
 
 // A Server as far as the provider needs it.
@@ -66,9 +67,12 @@ type Limits struct {
 // ServerSettings are what a server is created with.
 type ServerSettings struct {
 	Name, FlavorID, ImageID, Zone, KeyPair, PortID, ServerGroupID string
-	UserData                                                      []byte
-	Tags                                                          []string
-	Metadata                                                      map[string]string
+	// BootVolumeID, when set, is the volume the server boots from (ImageID is then only
+	// what the volume was made from); Nova deletes it with the server.
+	BootVolumeID string
+	UserData     []byte
+	Tags         []string
+	Metadata     map[string]string
 }
 
 // A ServerGroup places servers on hosts by a policy.
@@ -199,6 +203,13 @@ func (n *nova) CreateServer(ctx context.Context, s ServerSettings) (*Server, err
 		"networks":  []map[string]string{{"port": s.PortID}},
 		"user_data": base64.StdEncoding.EncodeToString(s.UserData),
 		"tags":      s.Tags,
+	}
+	if s.BootVolumeID != "" {
+		delete(srv, "imageRef")
+		srv["block_device_mapping_v2"] = []map[string]any{{
+			"uuid": s.BootVolumeID, "source_type": "volume", "destination_type": "volume",
+			"boot_index": 0, "delete_on_termination": true,
+		}}
 	}
 	if s.Zone != "" {
 		srv["availability_zone"] = s.Zone

@@ -106,6 +106,16 @@ func (s *Session) Images() (Images, error) {
 	return &glance{c: c}, nil
 }
 
+// Volumes returns the session's Cinder API. Clouds without Cinder fail here: only clusters
+// whose members boot from volumes need it.
+func (s *Session) Volumes() (Volumes, error) {
+	c, err := openstack.NewBlockStorageV3(s.provider, s.endpoint)
+	if err != nil {
+		return nil, errors.Wrap(err, errVolumeEndpoint)
+	}
+	return &cinder{c: c}, nil
+}
+
 // A SessionCache keeps one Session per ProviderConfig, so that reconciles reuse a token instead
 // of logging in every time. A session is replaced when the ProviderConfig or its credentials
 // change: the fingerprint of both is part of the cache entry.

@@ -42,6 +42,11 @@ const (
 	errFmtNotAllocated  = "there is no port for member %s: allocate it first"
 	errFmtStillDeleting = "the server of member %s is still being deleted; its port goes once it is gone"
 	errLimits           = "cannot read the project's compute quota"
+	errListVolumes      = "cannot list the cluster's boot volumes"
+	errCreateVolume     = "cannot create the member's boot volume"
+	errDeleteVolume     = "cannot delete the member's boot volume"
+	errFmtVolumeBusy    = "the boot volume of member %s is %s: its server boots once Cinder has made it"
+	errFmtVolumeFailed  = "Cinder could not make the boot volume of member %s (status %s): it is deleted and made again"
 	errFmtQuota         = "the project's quota of %s cannot hold %d more servers of flavor %s (%d %s each; %d of %d in use): raise the quota or delete servers"
 
 	// Metadata keys and tag prefixes that tie servers and ports to a cluster and a member.
@@ -54,13 +59,18 @@ const (
 	metaZone = "etcd-zone"
 	// metaCreated is when Start asked for the server (a server building for too long is
 	// replaced).
-	metaCreated       = "etcd-created"
+	metaCreated = "etcd-created"
+	// metaCluster ties a boot volume to its cluster (Cinder lists volumes by metadata).
+	metaCluster       = "etcd-cluster"
 	portNamePrefix    = "etcd-"
 	serverGroupPrefix = "etcd-"
 
 	// deleteWait is how long Delete waits for Nova to finish deleting a server before it
 	// returns (and is called again).
 	deleteWait = 30 * time.Second
+	// volumeWait is how long Start waits for Cinder to make a boot volume before it returns
+	// (and is called again).
+	volumeWait = 30 * time.Second
 )
 
 // Spec is where and how a cluster's servers are made.
@@ -83,6 +93,9 @@ type Spec struct {
 	// Version is the etcd version the cluster asks for: a new machine is allocated only
 	// if its release can be had.
 	Version string
+	// BootVolumeGiB, when set, boots each server from a Cinder volume of that size made
+	// from the image (Volumes must be set), which is deleted with the server.
+	BootVolumeGiB int
 	// BuildTimeout: a server still building after this is reported Stopped, so that the
 	// member is replaced.
 	BuildTimeout time.Duration
@@ -96,7 +109,9 @@ type Options struct {
 	Compute  osclient.Compute
 	Networks osclient.Networks
 	Images   osclient.Images
-	Spec     Spec
+	// Volumes is Cinder, for boot volumes (nil when Spec.BootVolumeGiB is 0).
+	Volumes osclient.Volumes
+	Spec    Spec
 	// SecurityGroup returns the ID of the cluster's own security group (2380 from members,
 	// 2379 from members, the provider and the client CIDRs), or an error while it is not
 	// ready. The caller makes it (a SecurityGroup managed resource).
@@ -147,6 +162,7 @@ func serverGroupName(cluster string) string { return serverGroupPrefix + cluster
 type found struct {
 	ports   map[string]osclient.Port     // by member name
 	servers map[string][]osclient.Server // by member name
+	volumes map[string][]osclient.Volume // by member name
 }
 
 func (b *Backend) find(ctx context.Context, cluster string) (*found, error) {
@@ -158,7 +174,16 @@ func (b *Backend) find(ctx context.Context, cluster string) (*found, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, errListServers)
 	}
-	f := &found{ports: map[string]osclient.Port{}, servers: map[string][]osclient.Server{}}
+	f := &found{ports: map[string]osclient.Port{}, servers: map[string][]osclient.Server{}, volumes: map[string][]osclient.Volume{}}
+	if b.o.Volumes != nil {
+		vs, err := b.o.Volumes.ListVolumesByMetadata(ctx, metaCluster, cluster)
+		if err != nil {
+			return nil, errors.Wrap(osclient.Explain(err), errListVolumes)
+		}
+		for _, v := range vs {
+			f.volumes[v.Metadata[metaMember]] = append(f.volumes[v.Metadata[metaMember]], v)
+		}
+	}
 	for _, p := range ports {
 		name := strings.TrimPrefix(p.Name, portNamePrefix)
 		// Two ports of one member: a create whose answer was lost, then retried. The oldest
@@ -240,6 +265,11 @@ func (b *Backend) List(ctx context.Context, cluster string) ([]machines.Machine,
 		names[n] = true
 	}
 	for n := range f.servers {
+		names[n] = true
+	}
+	// A boot volume alone (its server and port gone, its own delete not finished or
+	// failed) is a machine too, stopped: the planner deletes it, and Delete the volume.
+	for n := range f.volumes {
 		names[n] = true
 	}
 	out := make([]machines.Machine, 0, len(names))
@@ -352,6 +382,12 @@ func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.
 	if err != nil {
 		return machines.Machine{}, errors.Wrap(err, errImage)
 	}
+	var bootVolume string
+	if b.o.Spec.BootVolumeGiB > 0 {
+		if bootVolume, err = b.bootVolume(ctx, cluster, name, image, f.volumes[name]); err != nil {
+			return machines.Machine{}, err
+		}
+	}
 	group, err := b.serverGroup(ctx, cluster)
 	if err != nil {
 		return machines.Machine{}, err
@@ -366,7 +402,7 @@ func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.
 		metadata[metaZone] = zone
 	}
 	s, err := b.o.Compute.CreateServer(ctx, osclient.ServerSettings{
-		Name: name, FlavorID: flavor.ID, ImageID: image, Zone: zone,
+		Name: name, FlavorID: flavor.ID, ImageID: image, BootVolumeID: bootVolume, Zone: zone,
 		KeyPair: b.o.Spec.KeyPair, PortID: p.ID, ServerGroupID: group, UserData: ud,
 		Tags: []string{identity(cluster)}, Metadata: metadata,
 	})
@@ -378,6 +414,56 @@ func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.
 	s.Metadata = metadata
 	b.started[name] = *s
 	return b.machine(cluster, name, &p, []osclient.Server{*s}), nil
+}
+
+// bootVolume returns the member's boot volume once Cinder has made it, making it first if it
+// does not exist. It waits a little for a volume being made; one that is still not ready is
+// an error, and the next Start finds it. A volume Cinder failed to make is deleted, so that
+// the next Start makes it again.
+func (b *Backend) bootVolume(ctx context.Context, cluster, name, image string, have []osclient.Volume) (string, error) {
+	if len(have) == 0 {
+		v, err := b.o.Volumes.CreateVolume(ctx, osclient.VolumeSettings{
+			Name: portName(name), Description: identity(cluster), ImageID: image, SizeGiB: b.o.Spec.BootVolumeGiB,
+			Metadata: map[string]string{metaCluster: cluster, metaMember: name},
+		})
+		if err != nil {
+			// Cinder's own words: "VolumeSizeExceedsAvailableQuota: Requested volume or
+			// snapshot exceeds allowed gigabytes quota".
+			return "", errors.Wrap(osclient.Explain(err), errCreateVolume)
+		}
+		have = []osclient.Volume{*v}
+	}
+	v := have[0]
+	for deadline := b.o.Now().Add(volumeWait); ; {
+		switch v.Status {
+		case "available":
+			return v.ID, nil
+		case "error":
+			if err := b.o.Volumes.DeleteVolume(ctx, v.ID); err != nil {
+				return "", errors.Wrap(osclient.Explain(err), errDeleteVolume)
+			}
+			return "", errors.Errorf(errFmtVolumeFailed, name, v.Status)
+		case "creating", "downloading":
+		default:
+			// in-use, deleting, ...: not a volume a new server can boot from now.
+			return "", errors.Errorf(errFmtVolumeBusy, name, v.Status)
+		}
+		if b.o.Now().After(deadline) {
+			return "", errors.Errorf(errFmtVolumeBusy, name, v.Status)
+		}
+		if err := b.o.Sleep(ctx, time.Second); err != nil {
+			return "", err
+		}
+		vs, err := b.o.Volumes.ListVolumesByMetadata(ctx, metaCluster, cluster)
+		if err != nil {
+			return "", errors.Wrap(osclient.Explain(err), errListVolumes)
+		}
+		i := slices.IndexFunc(vs, func(x osclient.Volume) bool { return x.ID == v.ID })
+		if i < 0 {
+			return "", errors.Errorf(errFmtVolumeBusy, name, "gone")
+		}
+		v = vs[i]
+	}
 }
 
 // CheckCapacity tells whether n more servers of the cluster's flavor fit the project's
@@ -481,6 +567,16 @@ func (b *Backend) Delete(ctx context.Context, cluster, name string) error {
 		}
 		if f, err = b.find(ctx, cluster); err != nil {
 			return err
+		}
+	}
+	// Nova deletes a boot volume with its server (delete_on_termination); one left over
+	// (a server that never took it, a delete Nova could not finish) is deleted here.
+	for _, v := range f.volumes[name] {
+		if v.Status == "deleting" {
+			continue
+		}
+		if err := b.o.Volumes.DeleteVolume(ctx, v.ID); err != nil {
+			return errors.Wrap(osclient.Explain(err), errDeleteVolume)
 		}
 	}
 	for _, p := range ports {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	netv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	osclient "github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	"github.com/stackservices/provider-stackservices/internal/machines"
 	osmachines "github.com/stackservices/provider-stackservices/internal/machines/openstack"
 )
@@ -67,15 +68,23 @@ func (c *connector) openstackMachines(ctx context.Context, cr *v1alpha1.EtcdClus
 			return nil, err
 		}
 	}
+	var volumes osclient.Volumes
+	if ptr.Deref(spec.BootVolumeGiB, 0) > 0 || meta.WasDeleted(cr) {
+		// A deleted cluster looks for boot volumes too (it may have had them); a cloud
+		// without Cinder has none to find.
+		if volumes, err = s.Volumes(); err != nil && !meta.WasDeleted(cr) {
+			return nil, err
+		}
+	}
 	return osmachines.New(osmachines.Options{
-		Compute: compute, Networks: s.Networks(), Images: images,
+		Compute: compute, Networks: s.Networks(), Images: images, Volumes: volumes,
 		Spec: osmachines.Spec{
 			Flavor: spec.Flavor, Image: spec.Image,
 			Network: ptr.Deref(spec.Network, ""), Subnet: ptr.Deref(spec.Subnet, ""),
 			AvailabilityZones: spec.AvailabilityZones, ServerGroupPolicy: spec.ServerGroupPolicy,
 			KeyPair: ptr.Deref(spec.KeyPair, ""), SecurityGroups: spec.SecurityGroups,
 			EtcdPath: etcdPath(spec), ReleaseURL: ptr.Deref(spec.EtcdReleaseURL, ""), Checksums: c.releaseChecksums,
-			Version: cr.Spec.ForProvider.Version,
+			Version: cr.Spec.ForProvider.Version, BootVolumeGiB: int(ptr.Deref(spec.BootVolumeGiB, 0)),
 		},
 		SecurityGroup: func(ctx context.Context) (string, error) {
 			return ensureMemberGroup(ctx, c.kube, cr, c.providerCIDRs)
