@@ -56,7 +56,8 @@ INIT_MARKER=$STATE_DIR/.initialised
 # 2: Swift (rings, user swift, object-store endpoints, check credential) and user demo2.
 # 3: Nova, Placement, Glance (databases, users, endpoints, flavors, image, zones) and the
 #    Neutron agent rows of the compute hosts.
-# 4: Cinder (database, user, endpoints), so that servers boot from volumes.
+# 4: Cinder (database, user, endpoints), so that servers boot from volumes; the flavor whose
+#    first server of a group stays in BUILD.
 STATE_VERSION=4
 LOCK_FILE=$RUN_DIR/.openstack.lock
 
@@ -441,6 +442,8 @@ export CINDER_URL=$CINDER_URL
 # the availability zones and the compute hosts in each.
 export TESTBED_FLAVOR_SMALL=$FLAVOR_SMALL
 export TESTBED_FLAVOR_LARGE=$FLAVOR_LARGE
+# The first server of each server group of this flavor stays in BUILD until deleted.
+export TESTBED_FLAVOR_STUCK=$FLAVOR_STUCK
 export TESTBED_IMAGE=$IMAGE_NAME
 export TESTBED_ETCD_PATH_TEMPLATE=/opt/etcd/v{version}/etcd
 export TESTBED_ZONES="${ZONES[*]}"
@@ -819,6 +822,7 @@ compute_zone() {
 }
 FLAVOR_SMALL=testbed.small
 FLAVOR_LARGE=testbed.large
+FLAVOR_STUCK=testbed.stuck
 IMAGE_NAME=testbed-etcd
 NOVA_DATABASES=(nova_api nova nova_cell0 placement glance cinder)
 RABBIT_NODE=testbed@localhost
@@ -956,9 +960,17 @@ nova_start() {
   running nova-scheduler || start_daemon nova-scheduler - "$LOG_DIR/nova-scheduler.out" \
     /usr/bin/nova-scheduler --config-file "$ETC_DIR/nova.conf" --log-file "$LOG_DIR/nova-scheduler.log"
   for h in "${COMPUTE_HOSTS[@]}"; do
-    # nova-compute's entry point, without the nova-compute package.
+    # nova-compute's entry point, without the nova-compute package, with the test bed's
+    # driver as nova.virt.testbed (Nova loads drivers from nova.virt only), imported once
+    # nova.cmd has monkey-patched for eventlet.
     running "nova-$h" || start_daemon "nova-$h" - "$LOG_DIR/nova-$h.out" \
-      /usr/bin/python3 -c 'import sys; from nova.cmd.compute import main; sys.argv[0] = "nova-compute"; sys.exit(main())' \
+      /usr/bin/env PYTHONPATH="$TEMPLATE_DIR" /usr/bin/python3 -c 'import sys
+import nova.cmd
+import nova_testbed_driver
+sys.modules["nova.virt.testbed"] = nova_testbed_driver
+from nova.cmd.compute import main
+sys.argv[0] = "nova-compute"
+sys.exit(main())' \
       --config-file "$ETC_DIR/nova-$h.conf" --log-file "$LOG_DIR/nova-$h.log"
   done
 }
@@ -1038,6 +1050,7 @@ nova_objects() {
   {
     echo "flavor create --id 1 --vcpus 1 --ram 512 --disk 1 $FLAVOR_SMALL"
     echo "flavor create --id 2 --vcpus 2 --ram 2048 --disk 10 $FLAVOR_LARGE"
+    echo "flavor create --id 3 --vcpus 1 --ram 512 --disk 1 --property testbed:stuck_build=first-of-group $FLAVOR_STUCK"
     echo "image create --disk-format raw --container-format bare --file $img --public $IMAGE_NAME"
     echo "aggregate create --zone ${ZONES[0]} ${ZONES[0]}"
     echo "aggregate create --zone ${ZONES[1]} ${ZONES[1]}"
