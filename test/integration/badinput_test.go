@@ -103,6 +103,10 @@ func TestBadInput(t *testing.T) {
 		"BucketContractMissing":    {kind: "Bucket", manifest: `{contractRef: {name: nope}}`, condition: "cannot resolve spec.forProvider.contractRef"},
 
 		// EtcdClusters.
+		"EtcdReleaseIntoASystemDir": {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 3, machines: {type: OpenStack, openstack: {flavor: f, image: i, subnet: s, etcdPath: /usr/bin/etcd, etcdReleaseURL: "https://mirror/etcd-v{version}-linux-amd64.tar.gz"}}}`, refused: "etcdPath's directory must name the version"},
+		"EtcdPathDotDot":            {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 3, machines: {type: OpenStack, openstack: {flavor: f, image: i, subnet: s, etcdPath: "/opt/v{version}/../../bin/etcd"}}}`, refused: "must not hold . or .. segments"},
+		"EtcdReleaseURLQuoted":      {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 3, machines: {type: OpenStack, openstack: {flavor: f, image: i, subnet: s, etcdReleaseURL: "https://mirror/x'$(id).tar.gz"}}}`, refused: "etcdReleaseURL"},
+		"EtcdBootVolumeZero":        {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 3, machines: {type: OpenStack, openstack: {flavor: f, image: i, subnet: s, bootVolumeGiB: 0}}}`, refused: "bootVolumeGiB"},
 		"EtcdEvenMembers":           {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 4, machines: {type: Local}}`, refused: "members"},
 		"EtcdUnknownVersion":        {kind: "EtcdCluster", manifest: `{version: "3.8.0", members: 3, machines: {type: Local}}`, refused: "version"},
 		"EtcdReplaceAfterGarbage":   {kind: "EtcdCluster", manifest: `{` + validEtcd + `, replaceUnhealthyAfter: 2mins}`, refused: "replaceUnhealthyAfter"},

@@ -58,6 +58,7 @@ type Machines struct {
 
 // OpenStackMachines place members on Nova servers.
 // +kubebuilder:validation:XValidation:rule="has(self.network) != has(self.subnet)",message="name the members' network or their subnet, exactly one"
+// +kubebuilder:validation:XValidation:rule="!has(self.etcdReleaseURL) || !has(self.etcdPath) || self.etcdPath.matches('^(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*/[A-Za-z0-9._-]*[{]version[}][A-Za-z0-9._-]*/[A-Za-z0-9_-][A-Za-z0-9._-]*$')",message="with etcdReleaseURL, etcdPath's directory must name the version, as /opt/etcd-releases/v{version}/etcd: a server unpacks each release into a directory of its own, and replaces that directory"
 type OpenStackMachines struct {
 	// Flavor of the servers, by name or ID.
 	// +kubebuilder:validation:MinLength=1
@@ -126,6 +127,7 @@ type OpenStackMachines struct {
 	// image recipe puts each release. etcdutl must sit next to it (restores use it).
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._/{}-]+$`
+	// +kubebuilder:validation:XValidation:rule="!self.contains('/../') && !self.contains('/./') && !self.endsWith('/..')",message="etcdPath must not hold . or .. segments"
 	// +kubebuilder:default="/opt/etcd/v{version}/etcd"
 	// +optional
 	EtcdPath string `json:"etcdPath,omitempty"`
