@@ -124,9 +124,6 @@ PACKAGES=(
   # Nova without the nova-compute package (it pulls libvirt and QEMU): nova-compute runs
   # from python3-nova with the fake driver.
   rabbitmq-server placement-api glance-api nova-api nova-conductor nova-scheduler python3-nova
-  # The servers' image is the host's file system: age decrypts an encrypted backup restored
-  # onto servers, as it must in a production image.
-  age
   # Cinder without its daemons' packages (cinder-volume pulls LVM and iSCSI tools): API,
   # scheduler and volume service run from python3-cinder, with a driver that keeps volumes
   # in the database only (cluster/openstack/cinder_testbed_driver.py).
@@ -964,7 +961,7 @@ nova_start() {
     # driver as nova.virt.testbed (Nova loads drivers from nova.virt only), imported once
     # nova.cmd has monkey-patched for eventlet.
     running "nova-$h" || start_daemon "nova-$h" - "$LOG_DIR/nova-$h.out" \
-      /usr/bin/env PYTHONPATH="$TEMPLATE_DIR" /usr/bin/python3 -c 'import sys
+      /usr/bin/env PYTHONPATH="$TEMPLATE_DIR" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c 'import sys
 import nova.cmd
 import nova_testbed_driver
 sys.modules["nova.virt.testbed"] = nova_testbed_driver
@@ -979,7 +976,7 @@ sys.exit(main())' \
 # python3-cinder's module, without the Debian package that would install its script (and its
 # init scripts and dependencies). PYTHONPATH holds the test bed's volume driver.
 cinder_argv() {
-  CINDER_ARGV=(/usr/bin/env PYTHONPATH="$TEMPLATE_DIR" /usr/bin/python3 -c
+  CINDER_ARGV=(/usr/bin/env PYTHONPATH="$TEMPLATE_DIR" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c
     "import sys; from $2 import main; sys.argv[0] = '$1'; sys.exit(main())")
 }
 

@@ -36,6 +36,15 @@ type services struct {
 
 	listeners []net.Listener
 	wg        sync.WaitGroup
+	// cancel ends the forwarded connections (stop).
+	cancel context.CancelFunc
+}
+
+// fromServer tells whether a connection comes from a server's address: the services
+// address is the host's own, which the host would accept from any interface.
+func fromServer(remote net.Addr) bool {
+	ap, err := netip.ParseAddrPort(remote.String())
+	return err == nil && allowed.Contains(ap.Addr().Unmap())
 }
 
 // parsePorts reads a comma-separated list of ports.
@@ -62,6 +71,7 @@ func (s *services) start(ctx context.Context) error {
 		return fmt.Errorf("the services address %s is outside %s", s.addr, allowed)
 	}
 	removeServices()
+	ctx, s.cancel = context.WithCancel(ctx)
 	steps := [][]string{
 		{"link", "add", servicesBridge, "type", "bridge"},
 		{"addr", "add", netip.PrefixFrom(s.addr, s.addr.BitLen()).String(), "dev", servicesBridge},
@@ -78,7 +88,14 @@ func (s *services) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: http.FileServer(http.Dir(s.mirror)), ReadHeaderTimeout: 10 * time.Second}
+		files := http.FileServer(http.Dir(s.mirror))
+		srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if ap, err := netip.ParseAddrPort(r.RemoteAddr); err != nil || !allowed.Contains(ap.Addr().Unmap()) {
+				http.Error(w, "servers only", http.StatusForbidden)
+				return
+			}
+			files.ServeHTTP(w, r)
+		})}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -96,7 +113,7 @@ func (s *services) start(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			forward(ctx, l, net.JoinHostPort("127.0.0.1", fmt.Sprint(p)))
+			forward(ctx, l, net.JoinHostPort("127.0.0.1", fmt.Sprint(p)), fromServer)
 		}()
 		log.Printf("forwarding %s to 127.0.0.1:%d", l.Addr(), p)
 	}
@@ -113,8 +130,11 @@ func (s *services) listen(port int) (net.Listener, error) {
 	return l, nil
 }
 
-// stop closes the listeners and gives the address back.
+// stop closes the listeners and the forwarded connections, and gives the address back.
 func (s *services) stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
 	for _, l := range s.listeners {
 		_ = l.Close()
 	}
@@ -131,15 +151,19 @@ func removeServices() {
 	}
 }
 
-// forward copies every connection accepted on l to and from target until either side
-// closes, or until ctx is done.
-func forward(ctx context.Context, l net.Listener, target string) {
+// forward copies every connection accepted on l from an address allow takes to and from
+// target until either side closes, or until ctx is done; others are closed at once.
+func forward(ctx context.Context, l net.Listener, target string, allow func(net.Addr) bool) {
 	var conns sync.WaitGroup
 	defer conns.Wait()
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			return
+		}
+		if !allow(c.RemoteAddr()) {
+			_ = c.Close()
+			continue
 		}
 		conns.Add(1)
 		go func() {

@@ -4,10 +4,24 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
+
+func TestFromServer(t *testing.T) {
+	for addr, want := range map[string]bool{"198.19.7.10:40000": true, "198.18.0.1:1": true, "127.0.0.1:40000": false, "10.0.0.1:1": false, "[::1]:1": false} {
+		if got := fromServer(&net.TCPAddr{IP: net.ParseIP(netipHost(addr)), Port: 1}); got != want {
+			t.Errorf("fromServer(%s) = %t, want %t", addr, got, want)
+		}
+	}
+}
+
+func netipHost(hostport string) string {
+	h, _, _ := net.SplitHostPort(hostport)
+	return h
+}
 
 func TestParsePorts(t *testing.T) {
 	cases := map[string]struct {
@@ -35,7 +49,8 @@ func TestParsePorts(t *testing.T) {
 }
 
 // TestForward: what a client sends reaches the target and the answer comes back, a client
-// that half-closes still gets the whole answer, and nothing waits after the context ends.
+// that half-closes still gets the whole answer, a client from an address not allowed gets
+// nothing, and nothing waits after the context ends.
 func TestForward(t *testing.T) {
 	target, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -61,7 +76,9 @@ func TestForward(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { forward(ctx, l, target.Addr().String()); close(done) }()
+	var refused atomic.Bool
+	allow := func(a net.Addr) bool { return !refused.Load() }
+	go func() { forward(ctx, l, target.Addr().String(), allow); close(done) }()
 
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -77,6 +94,18 @@ func TestForward(t *testing.T) {
 	}
 	if string(got) != "echo:hello" {
 		t.Errorf("got %q through the forward, want %q", got, "echo:hello")
+	}
+	_ = c.Close()
+
+	refused.Store(true)
+	c, err = net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write([]byte("hello"))
+	_ = c.(*net.TCPConn).CloseWrite()
+	if got, _ := io.ReadAll(c); len(got) != 0 {
+		t.Errorf("a refused client got %q", got)
 	}
 	_ = c.Close()
 	cancel()

@@ -127,7 +127,7 @@ type OpenStackMachines struct {
 	// image recipe puts each release. etcdutl must sit next to it (restores use it).
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._/{}-]+$`
-	// +kubebuilder:validation:XValidation:rule="!self.contains('/../') && !self.contains('/./') && !self.endsWith('/..')",message="etcdPath must not hold . or .. segments"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('/../') && !self.contains('/./') && !self.endsWith('/..') && !self.endsWith('/.')",message="etcdPath must not hold . or .. segments"
 	// +kubebuilder:default="/opt/etcd/v{version}/etcd"
 	// +optional
 	EtcdPath string `json:"etcdPath,omitempty"`
@@ -150,8 +150,9 @@ type OpenStackMachines struct {
 	// directory and runs it; a tarball with other bytes never runs. The provider itself
 	// never fetches the URL.
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^https?://[^\s'"\\]+$`
+	// +kubebuilder:validation:Pattern=`^https?://[^\s'"\\@/]+/[^\s'"\\]+$`
 	// +kubebuilder:validation:XValidation:rule="!self.endsWith('/')",message="etcdReleaseURL names the release tarball, not a directory"
+	// +kubebuilder:validation:XValidation:rule="self.contains('{version}')",message="etcdReleaseURL must name the version ({version}): the checksum is looked up by file name, and each version's tarball has a name of its own"
 	// +optional
 	EtcdReleaseURL *string `json:"etcdReleaseURL,omitempty"`
 }

@@ -118,15 +118,17 @@ func (c *Client) UploadStream(ctx context.Context, bucket, key string, r io.Read
 
 // uploadParts reads r part by part in one goroutine and sends the parts in this one, so
 // that reading the next part overlaps sending this one. Buffers are reused: at most
-// partsInFlight+1 exist at any time.
+// partsInFlight exist at any time (a third, queued between the two, would add a part's
+// memory, and memory the garbage collector lets grow twice as much, for no speed: the
+// reader and the sender each wait for the other only when one of them is the slower).
 func (c *Client) uploadParts(ctx context.Context, bucket string, up Upload, r io.Reader, partSize int64) (int64, []types.CompletedPart, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	free := make(chan []byte, partsInFlight+1)
-	for range partsInFlight + 1 {
+	free := make(chan []byte, partsInFlight)
+	for range partsInFlight {
 		free <- nil
 	}
-	parts := make(chan part, partsInFlight)
+	parts := make(chan part, partsInFlight-1)
 	go readParts(ctx, r, partSize, free, parts)
 
 	var (

@@ -48,7 +48,7 @@ const (
 	errFmtRecipient  = "%s[%d] is not an age recipient: %v"
 
 	// DefaultPartSize is the size of the parts snapshots are uploaded in: the provider holds
-	// at most three at once.
+	// at most two at once.
 	DefaultPartSize = 8 << 20
 
 	// orphanAge is how old a snapshot without metadata must be before it is deleted: younger

@@ -42,10 +42,12 @@ const (
 	errFmtNotAllocated  = "there is no port for member %s: allocate it first"
 	errFmtStillDeleting = "the server of member %s is still being deleted; its port goes once it is gone"
 	errLimits           = "cannot read the project's compute quota"
+	errEncryptedRestore = "an encrypted snapshot cannot be restored onto servers: its identity would stay in their user-data"
 	errListVolumes      = "cannot list the cluster's boot volumes"
 	errCreateVolume     = "cannot create the member's boot volume"
 	errDeleteVolume     = "cannot delete the member's boot volume"
 	errFmtVolumeBusy    = "the boot volume of member %s is %s: its server boots once Cinder has made it"
+	errFmtVolumeInUse   = "the boot volume of member %s is %s: Cinder deletes it once it is at rest; the next attempt does"
 	errFmtVolumeFailed  = "Cinder could not make the boot volume of member %s (status %s): it is deleted and made again"
 	errFmtQuota         = "the project's quota of %s cannot hold %d more servers of flavor %s (%d %s each; %d of %d in use): raise the quota or delete servers"
 
@@ -340,6 +342,9 @@ func (b *Backend) Allocate(ctx context.Context, cluster, name string) (machines.
 // before the provider has read the snapshot whole and found it good (Restore.Checked): a
 // server cannot report a bad snapshot back, it would only fail to start.
 func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.MemberConfig) (machines.Machine, error) {
+	if cfg.Restore != nil && cfg.Restore.AgeIdentity != "" {
+		return machines.Machine{}, errors.New(errEncryptedRestore)
+	}
 	if cfg.Restore != nil && cfg.Restore.Checked != nil {
 		if err := cfg.Restore.Checked(ctx); err != nil {
 			return machines.Machine{}, err
@@ -572,11 +577,17 @@ func (b *Backend) Delete(ctx context.Context, cluster, name string) error {
 	// Nova deletes a boot volume with its server (delete_on_termination); one left over
 	// (a server that never took it, a delete Nova could not finish) is deleted here.
 	for _, v := range f.volumes[name] {
-		if v.Status == "deleting" {
+		switch v.Status {
+		case "deleting":
 			continue
-		}
-		if err := b.o.Volumes.DeleteVolume(ctx, v.ID); err != nil {
-			return errors.Wrap(osclient.Explain(err), errDeleteVolume)
+		case "available", "error", "error_restoring", "error_extending", "error_managing":
+			if err := b.o.Volumes.DeleteVolume(ctx, v.ID); err != nil {
+				return errors.Wrap(osclient.Explain(err), errDeleteVolume)
+			}
+		default:
+			// creating, in-use, detaching...: Cinder refuses to delete it now; the next
+			// Delete does (List shows the machine until then).
+			return errors.Errorf(errFmtVolumeInUse, name, v.Status)
 		}
 	}
 	for _, p := range ports {

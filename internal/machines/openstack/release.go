@@ -13,11 +13,12 @@ import (
 )
 
 const (
-	errNoChecksums     = "spec.forProvider.machines.openstack.etcdReleaseURL is set, but this provider knows no release checksums (--etcd-release-checksums): ask the platform team to give it the SHA256SUMS of the mirrored releases"
-	errReadChecksums   = "cannot read the provider's etcd release checksums"
-	errFmtChecksumLine = "line %d of the etcd release checksums is not \"<sha256>  <file>\""
-	errFmtReleaseURL   = "etcdReleaseURL for version %s is not a URL of a file: %q"
-	errFmtNoChecksum   = "no SHA-256 is known for %s, the file etcdReleaseURL names for etcd %s: the platform team adds it to the provider's release checksums (--etcd-release-checksums), or the cluster names a version the mirror holds"
+	errNoChecksums      = "spec.forProvider.machines.openstack.etcdReleaseURL is set, but this provider knows no release checksums (--etcd-release-checksums): ask the platform team to give it the SHA256SUMS of the mirrored releases"
+	errReadChecksums    = "cannot read the provider's etcd release checksums"
+	errFmtChecksumLine  = "line %d of the etcd release checksums is not \"<sha256>  <file>\""
+	errFmtChecksumTwice = "the etcd release checksums give %s two different SHA-256s"
+	errFmtReleaseURL    = "etcdReleaseURL for version %s is not a URL of a file: %q"
+	errFmtNoChecksum    = "no SHA-256 is known for %s, the file etcdReleaseURL names for etcd %s: the platform team adds it to the provider's release checksums (--etcd-release-checksums), or the cluster names a version the mirror holds"
 )
 
 // A Release is the etcd release tarball a server downloads, and the SHA-256 it must have.
@@ -72,7 +73,11 @@ func ParseChecksums(data []byte) (map[string]string, error) {
 		if _, err := hex.DecodeString(f[0]); err != nil {
 			return nil, errors.Errorf(errFmtChecksumLine, n)
 		}
-		sums[path.Base(strings.TrimPrefix(f[1], "*"))] = strings.ToLower(f[0])
+		file, sum := path.Base(strings.TrimPrefix(f[1], "*")), strings.ToLower(f[0])
+		if old, ok := sums[file]; ok && old != sum {
+			return nil, errors.Errorf(errFmtChecksumTwice, file)
+		}
+		sums[file] = sum
 	}
 	return sums, errors.Wrap(s.Err(), errReadChecksums)
 }

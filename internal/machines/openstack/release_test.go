@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -11,13 +12,13 @@ import (
 )
 
 // TestUserDataOfARestoredMemberFromAMirror: the script gets the release's URL and checksum,
-// and the snapshot's pre-signed URL, size, checksum and identity, in files only root reads
-// for the secrets, every value quoted for sh whatever it holds.
+// and the snapshot's pre-signed URL, size and checksum, the URL in a file only root reads,
+// every value quoted for sh whatever it holds. An encrypted snapshot never gets this far.
 func TestUserDataOfARestoredMemberFromAMirror(t *testing.T) {
 	cfg := memberConfig()
 	cfg.Restore = &machines.RestoreSource{
 		URL: "https://s3.example/b/k?X-Amz-Signature=s&x='$(touch /pwned)'", Size: 1 << 30,
-		SHA256: strings.Repeat("cd", 32), AgeIdentity: "AGE-SECRET-KEY-1XYZ", BumpRevision: 1e9,
+		SHA256: strings.Repeat("cd", 32), BumpRevision: 1e9,
 	}
 	ud, err := userData(member{Name: "db-0", Address: "198.19.9.10", EtcdPath: "/opt/etcd-releases/v{version}/etcd",
 		Release: &Release{URL: "http://mirror/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz", SHA256: strings.Repeat("ab", 32)}, Config: cfg})
@@ -43,7 +44,6 @@ func TestUserDataOfARestoredMemberFromAMirror(t *testing.T) {
 			"ETCD_RESTORE_INITIAL_CLUSTER_TOKEN='uid'\n" +
 			"ETCD_RESTORE_PEER_URL='https://198.19.9.10:2380'\n" +
 			"ETCD_RESTORE_BUMP='--bump-revision=1000000000 --mark-compacted'\n"},
-		restoreIdent: {Path: restoreIdent, Permissions: "0600", Owner: "root:root", Content: "AGE-SECRET-KEY-1XYZ\n"},
 	}
 	for p, w := range want {
 		if diff := cmp.Diff(w, files[p]); diff != "" {
@@ -52,6 +52,21 @@ func TestUserDataOfARestoredMemberFromAMirror(t *testing.T) {
 	}
 	if !strings.Contains(files[unitPath].Content, "ExecStart=/bin/sh /etc/etcd/member.sh /opt/etcd-releases/v3.6.16/etcd --name=db-0 ") {
 		t.Errorf("unit:\n%s", files[unitPath].Content)
+	}
+}
+
+// TestStartRefusesAnIdentity: an age identity would outlive the restore in the server's
+// user-data; Start refuses it before it makes anything.
+func TestStartRefusesAnIdentity(t *testing.T) {
+	c := &cloud{}
+	b := newBackend(c)
+	if _, err := b.Allocate(context.Background(), "uid", "db-0"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := memberConfig()
+	cfg.Restore = &machines.RestoreSource{URL: "https://s3/k", Size: 1, SHA256: strings.Repeat("cd", 32), AgeIdentity: "AGE-SECRET-KEY-1XYZ"}
+	if _, err := b.Start(context.Background(), "uid", "db-0", cfg); err == nil || len(c.created) != 0 {
+		t.Errorf("Start with an identity: %v, %d servers made; want a refusal and none", err, len(c.created))
 	}
 }
 
@@ -111,7 +126,7 @@ func TestParseChecksums(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("-want, +got:\n%s", diff)
 	}
-	for _, bad := range []string{"nothex  f\n", a + "\n", strings.Repeat("zz", 32) + "  f\n"} {
+	for _, bad := range []string{"nothex  f\n", a + "\n", strings.Repeat("zz", 32) + "  f\n", a + "  f\n" + b + "  x/f\n"} {
 		if _, err := ParseChecksums([]byte(bad)); err == nil {
 			t.Errorf("ParseChecksums(%q) accepted it", bad)
 		}

@@ -13,15 +13,14 @@ import (
 
 // Where a member's files live on its server.
 const (
-	etcDir       = "/etc/etcd"
-	pkiDir       = etcDir + "/pki"
-	dataDir      = "/var/lib/etcd"
-	scriptPath   = etcDir + "/member.sh"
-	releaseEnv   = etcDir + "/release.env"
-	restoreEnv   = etcDir + "/restore.env"
-	restoreIdent = etcDir + "/restore.identity"
-	unitName     = "etcd-member.service"
-	unitPath     = "/etc/systemd/system/" + unitName
+	etcDir     = "/etc/etcd"
+	pkiDir     = etcDir + "/pki"
+	dataDir    = "/var/lib/etcd"
+	scriptPath = etcDir + "/member.sh"
+	releaseEnv = etcDir + "/release.env"
+	restoreEnv = etcDir + "/restore.env"
+	unitName   = "etcd-member.service"
+	unitPath   = "/etc/systemd/system/" + unitName
 
 	// MaxUserData is Nova's limit on user-data (64 KiB, before base64). A member's is a
 	// few KiB: three PEM files, a script and a unit.
@@ -65,8 +64,9 @@ type member struct {
 // script, and the commands that start it. The unit restarts etcd if it exits, and starts it at
 // every boot. A restore adds what the script needs to fetch and check the snapshot: a
 // pre-signed URL that reads that one object for a short while, its size and SHA-256, never S3
-// credentials; and the age identity of an encrypted backup. Those files are 0600 and the
-// script removes them once the data is restored.
+// credentials and never an age identity (user-data outlives the restore, in Nova and in the
+// server's metadata service). That file is 0600 and the script removes it once the data is
+// restored.
 func userData(m member) ([]byte, error) {
 	cfg := m.Config
 	if err := cfg.Validate(); err != nil {
@@ -119,9 +119,6 @@ WantedBy=multi-user.target
 			"ETCD_RESTORE_PEER_URL", peer,
 			"ETCD_RESTORE_BUMP", bump,
 		)})
-		if r.AgeIdentity != "" {
-			files = append(files, cloudFile{Path: restoreIdent, Permissions: "0600", Owner: "root:root", Content: r.AgeIdentity + "\n"})
-		}
 	}
 	files = append(files, cloudFile{Path: unitPath, Permissions: "0644", Owner: "root:root", Content: unit})
 	cc := cloudConfig{

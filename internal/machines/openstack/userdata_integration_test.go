@@ -46,7 +46,7 @@ func TestUserDataIsValidCloudConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// With every part a member can have: a release to download, a restore, an identity.
+	// With every part a member can have: a release to download, a restore.
 	ud, err := userData(member{Name: "orders-0", Address: "198.19.9.10", EtcdPath: "/opt/etcd-releases/v{version}/etcd",
 		Release: &Release{URL: "https://mirror.example/etcd/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz", SHA256: strings.Repeat("ab", 32)},
 		Config: machines.MemberConfig{
@@ -54,7 +54,7 @@ func TestUserDataIsValidCloudConfig(t *testing.T) {
 			InitialClusterToken: "uid", CA: ca.CertPEM, Cert: memberCert.CertPEM, Key: memberCert.KeyPEM,
 			QuotaBackendBytes: 2 << 30, AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
 			Restore: &machines.RestoreSource{URL: "https://s3.example/b/k?X-Amz-Signature=x&a='b'", Size: 1 << 30,
-				SHA256: strings.Repeat("cd", 32), AgeIdentity: "AGE-SECRET-KEY-1XYZ", BumpRevision: 1e9},
+				SHA256: strings.Repeat("cd", 32), BumpRevision: 1e9},
 		}})
 	if err != nil {
 		t.Fatal(err)

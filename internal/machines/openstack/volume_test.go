@@ -47,6 +47,12 @@ func (v *volumes) CreateVolume(_ context.Context, s osclient.VolumeSettings) (*o
 }
 
 func (v *volumes) DeleteVolume(_ context.Context, id string) error {
+	// As Cinder: only a volume at rest (or failed) can be deleted.
+	for _, x := range v.vols {
+		if x.ID == id && x.Status != "available" && x.Status != "error" {
+			return fmt.Errorf("Invalid volume: Volume status must be available or error, not %s", x.Status)
+		}
+	}
 	v.deleted = append(v.deleted, id)
 	v.vols = slices.DeleteFunc(v.vols, func(x osclient.Volume) bool { return x.ID == id })
 	return nil
@@ -137,6 +143,13 @@ func TestAVolumeAloneIsAStoppedMachine(t *testing.T) {
 	if len(ms) != 1 || ms[0].Name != "db-4" || ms[0].State != machines.Stopped {
 		t.Errorf("List: %s, want db-4 Stopped", got)
 	}
+	// Still attached (its server's delete not finished in Cinder): Delete says so, and
+	// deletes it once Cinder would.
+	v.vols[0].Status = "in-use"
+	if err := b.Delete(context.Background(), "uid", "db-4"); err == nil || !strings.Contains(err.Error(), "is in-use") || len(v.vols) != 1 {
+		t.Errorf("Delete of an in-use volume: %v, %d volumes left; want an error saying so and the volume kept", err, len(v.vols))
+	}
+	v.vols[0].Status = "available"
 	if err := b.Delete(context.Background(), "uid", "db-4"); err != nil || len(v.vols) != 0 {
 		t.Errorf("Delete: %v, %d volumes left", err, len(v.vols))
 	}

@@ -68,11 +68,13 @@ func (c *connector) openstackMachines(ctx context.Context, cr *v1alpha1.EtcdClus
 			return nil, err
 		}
 	}
+	// Only a cluster that boots from volumes talks to Cinder: one that does not must not
+	// depend on it (a Cinder that is down, or refuses the tenant, would block its delete).
+	// Nova deletes boot volumes with their servers, so a cluster that stopped asking for
+	// them leaves none behind.
 	var volumes osclient.Volumes
-	if ptr.Deref(spec.BootVolumeGiB, 0) > 0 || meta.WasDeleted(cr) {
-		// A deleted cluster looks for boot volumes too (it may have had them); a cloud
-		// without Cinder has none to find.
-		if volumes, err = s.Volumes(); err != nil && !meta.WasDeleted(cr) {
+	if ptr.Deref(spec.BootVolumeGiB, 0) > 0 {
+		if volumes, err = s.Volumes(); err != nil {
 			return nil, err
 		}
 	}

@@ -20,19 +20,24 @@ import (
 )
 
 const (
-	errFmtRestoreFind    = "cannot find the backup spec.forProvider.restore names: %v"
-	errFmtRestoreCheck   = "backup %s cannot be restored, and nothing was started: %v"
-	errFmtRestoreRefused = "backup %s cannot be restored, and the machines of the attempt were deleted: %v"
-	errFmtRestoreVersion = "backup %s is of etcd %s: restore it into %d.%d or %d.%d (etcd moves one minor version at a time, never back), not %s"
-	errRestorePresign    = "cannot make the URL the members read the backup from"
-	errGetIdentity       = "cannot get the Secret spec.forProvider.restore.decryption.identitySecretRef names"
-	errFmtNoIdentity     = "the key %s of the Secret %s holds no age identity (AGE-SECRET-KEY-1...)"
-	errFmtBackupNotTaken = "the EtcdBackup %s has not stored its snapshot yet"
-	errFmtRestoreWaits   = "waiting to restore: namespace %s streams another backup already, or the provider streams %d at once; retrying"
+	errFmtRestoreFind        = "cannot find the backup spec.forProvider.restore names: %v"
+	errFmtRestoreCheck       = "backup %s cannot be restored, and nothing was started: %v"
+	errFmtRestoreRefused     = "backup %s cannot be restored, and the machines of the attempt were deleted: %v"
+	errFmtRestoreVersion     = "backup %s is of etcd %s: restore it into %d.%d or %d.%d (etcd moves one minor version at a time, never back), not %s"
+	errRestorePresign        = "cannot make the URL the members read the backup from"
+	errGetIdentity           = "cannot get the Secret spec.forProvider.restore.decryption.identitySecretRef names"
+	errFmtNoIdentity         = "the key %s of the Secret %s holds no age identity (AGE-SECRET-KEY-1...)"
+	errFmtBackupNotTaken     = "the EtcdBackup %s has not stored its snapshot yet"
+	errFmtRestoreWaits       = "waiting to restore: namespace %s streams another backup already, or the provider streams %d at once; retrying"
+	errFmtEncryptedOnServers = "backup %s is encrypted: restoring an encrypted backup onto OpenStack servers is not supported yet " +
+		"(the age identity would stay in the servers' user-data, in Nova and in each server's metadata service, and decrypt every backup made to its recipient); " +
+		"restore an unencrypted backup"
 
 	// restoreURLTTL is how long the URL members fetch the backup from works: long enough for
-	// every member to start its download, short enough to be worthless soon after.
-	restoreURLTTL = 15 * time.Minute
+	// every member to start its download (a server may take the provider's check of the
+	// backup, its boot volume, a build of up to 10 minutes and its boot before it fetches),
+	// short enough to be worthless soon after.
+	restoreURLTTL = 30 * time.Minute
 )
 
 // restoreSource finds the backup the spec names, checks that the cluster's version can run
@@ -85,6 +90,11 @@ func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, 
 	identity, ids, err := e.restoreIdentity(ctx, cr)
 	if err != nil {
 		return nil, err
+	}
+	// A machine that does not check the snapshot itself is a server that boots from
+	// user-data, which outlives the restore: no identity goes there.
+	if md.Encrypted && !machines.ChecksSnapshots(e.machines) {
+		return nil, errors.Errorf(errFmtEncryptedOnServers, md.Key)
 	}
 	if err := backup.Decryptable(md, ids...); err != nil {
 		return nil, errors.Errorf(errFmtRestoreCheck, md.Key, err)
