@@ -147,6 +147,23 @@ func ChecksSnapshots(m Machines) bool {
 	return ok && c.ChecksSnapshots()
 }
 
+// A Decrypter is a backend whose machines can be handed a restore's age identity
+// (RestoreSource.AgeIdentity) without it outliving the restore: it is used for the download
+// and dropped. A backend that passes what a machine needs in something that stays (a
+// server's user-data, kept by the cloud and served to the server all its life) is not one:
+// an identity decrypts every backup made to its recipient, so the provider restores no
+// encrypted backup onto its machines.
+type Decrypter interface {
+	DecryptsSnapshots() bool
+}
+
+// DecryptsSnapshots tells whether m's machines can be handed an age identity to restore an
+// encrypted backup.
+func DecryptsSnapshots(m Machines) bool {
+	d, ok := m.(Decrypter)
+	return ok && d.DecryptsSnapshots()
+}
+
 // A CapacityChecker is a backend that can tell, before it makes anything, whether more
 // machines fit where it makes them (a cloud project's quota). A bootstrap or an add that
 // could not finish then fails before its first machine, with an error that says what to

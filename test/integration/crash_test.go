@@ -3,11 +3,9 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -406,22 +404,7 @@ func TestCrashDuringEtcdBackupUpload(t *testing.T) {
 	if err := e.Kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := s3.Config{Endpoint: os.Getenv("VGW_ENDPOINT"), Region: os.Getenv("VGW_REGION"), AccessKeyID: os.Getenv("VGW_ACCESS_KEY"), SecretAccessKey: os.Getenv("VGW_SECRET_KEY")}
-	if err := e.Kube.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
-		StringData: map[string]string{"AWS_ACCESS_KEY_ID": cfg.AccessKeyID, "AWS_SECRET_ACCESS_KEY": cfg.SecretAccessKey, "S3_ENDPOINT": cfg.Endpoint, "AWS_REGION": cfg.Region},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	direct := s3Client(t, cfg)
-	bucket := bucketName(ns, "backups")
-	if err := direct.CreateBucket(ctx, bucket); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = direct.EmptyBucket(context.Background(), bucket)
-		_ = direct.DeleteBucket(context.Background(), bucket)
-	})
+	bucket, direct := backupBucket(t, e.Kube, ns, vgwConfig(t))
 
 	cr := newEtcdCluster(ns, "big", etcdNew, 1)
 	if err := e.Kube.Create(ctx, cr); err != nil {

@@ -12,7 +12,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -57,7 +56,15 @@ func withBackup(cr *v1alpha1.EtcdCluster, d v1alpha1.BackupDestination, keepLast
 // and returns the bucket's name and a direct client.
 func vgwBackupBucket(t *testing.T, ns string) (string, *s3.Client) {
 	t.Helper()
-	c := vgwSecret(t, ns, "s3", os.Getenv("VGW_ACCESS_KEY"), os.Getenv("VGW_SECRET_KEY"))
+	return backupBucket(t, env.Kube, ns, vgwConfig(t))
+}
+
+// backupBucket makes a bucket with cfg's keys and a credentials Secret named s3 for it in ns
+// (through kube), emptied and deleted when the test ends, and returns the bucket's name and
+// a direct client.
+func backupBucket(t *testing.T, kube client.Client, ns string, cfg s3.Config) (string, *s3.Client) {
+	t.Helper()
+	c := s3Secret(t, kube, ns, "s3", cfg)
 	name := bucketName(ns, "backups")
 	if err := c.CreateBucket(harness.Ctx(t), name); err != nil {
 		t.Fatal(err)
@@ -67,6 +74,21 @@ func vgwBackupBucket(t *testing.T, ns string) (string, *s3.Client) {
 		_ = c.DeleteBucket(context.Background(), name)
 	})
 	return name, c
+}
+
+// inBucket is a backup destination in bucket with the namespace's credentials Secret s3.
+func inBucket(bucket string) v1alpha1.BackupDestination {
+	return v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}
+}
+
+// newEtcdBackup is an on-demand backup of the cluster into dest.
+func newEtcdBackup(ns, name, cluster string, dest v1alpha1.BackupDestination) *v1alpha1.EtcdBackup {
+	return &v1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.EtcdBackupSpec{ForProvider: v1alpha1.EtcdBackupParameters{
+			ClusterRef: v1alpha1.LocalObjectReference{Name: cluster}, Destination: dest,
+		}},
+	}
 }
 
 // backupsSince waits until the cluster reports n successful backups that began after since,
@@ -154,7 +176,7 @@ func TestEtcdBackupsOnSchedule(t *testing.T) {
 	cr := newEtcdCluster(ns, "orders", etcdNew, 3)
 	// Long enough that the member killed below stays dead while backups go on.
 	cr.Spec.ForProvider.ReplaceUnhealthyAfter = ptr.To(common.Duration("1h"))
-	withBackup(cr, v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	withBackup(cr, inBucket(bucket), 3)
 	cr.Spec.ForProvider.Backup.Verify = true
 	start := time.Now()
 	runningCluster(t, cr, clusterIs(3, etcdNew))
@@ -328,7 +350,7 @@ func TestEtcdBackupFailuresAreReportedNotUnready(t *testing.T) {
 	ns := etcdNamespace(t, "etcd-backup-fail")
 	bucket := bucketName(ns, "backups")
 	cr := newEtcdCluster(ns, "late", etcdNew, 1)
-	withBackup(cr, v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	withBackup(cr, inBucket(bucket), 3)
 	runningCluster(t, cr, clusterIs(1, etcdNew))
 	key := client.ObjectKeyFromObject(cr)
 	harness.Eventually(t, time.Minute, "the missing Secret reported", func() error {
@@ -411,7 +433,7 @@ func TestEtcdRestoreIntoANewCluster(t *testing.T) {
 	ctx := harness.Ctx(t)
 	ns := etcdNamespace(t, "etcd-restore")
 	bucket, direct := vgwBackupBucket(t, ns)
-	src := withBackup(newEtcdCluster(ns, "source", etcdNew, 3), v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	src := withBackup(newEtcdCluster(ns, "source", etcdNew, 3), inBucket(bucket), 3)
 	runningCluster(t, src, clusterIs(3, etcdNew))
 	c := etcdClient(t, ns, "source-etcd", false)
 	for i := range 200 {
@@ -552,14 +574,9 @@ func TestEtcdBackupOnDemand(t *testing.T) {
 	}
 	want, _ := allKeys(t, c)
 
-	dest := v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}
+	dest := inBucket(bucket)
 	newBackup := func(name string, policies ...xpv2.ManagementAction) *v1alpha1.EtcdBackup {
-		b := &v1alpha1.EtcdBackup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.EtcdBackupSpec{ForProvider: v1alpha1.EtcdBackupParameters{
-				ClusterRef: v1alpha1.LocalObjectReference{Name: "ledger"}, Destination: dest,
-			}},
-		}
+		b := newEtcdBackup(ns, name, "ledger", dest)
 		if len(policies) > 0 {
 			b.Spec.ManagementPolicies = policies
 		}
@@ -619,7 +636,7 @@ func TestEtcdBackupBeforeAnUpgrade(t *testing.T) {
 	ns := etcdNamespace(t, "etcd-before-upgrade")
 	bucket, _ := vgwBackupBucket(t, ns)
 	cr := newEtcdCluster(ns, "payments", etcdOld, 3)
-	withBackup(cr, v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	withBackup(cr, inBucket(bucket), 3)
 	cr.Spec.ForProvider.Backup.Schedule = "0 0 1 1 *" // Once a year: only the upgrade's backup runs here.
 	runningCluster(t, cr, clusterIs(3, etcdOld))
 	key := client.ObjectKeyFromObject(cr)
@@ -675,7 +692,7 @@ func TestEtcdEncryptedBackups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cr := withBackup(newEtcdCluster(ns, "secrets", etcdNew, 1), v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}, 3)
+	cr := withBackup(newEtcdCluster(ns, "secrets", etcdNew, 1), inBucket(bucket), 3)
 	cr.Spec.ForProvider.Backup.Encryption = &v1alpha1.Encryption{Recipients: []string{id.Recipient().String()}}
 	start := time.Now()
 	runningCluster(t, cr, clusterIs(1, etcdNew))
@@ -685,13 +702,7 @@ func TestEtcdEncryptedBackups(t *testing.T) {
 	cr = backupsSince(t, cr, start.Add(time.Second), 2)
 	newest := cr.Status.AtProvider.Backup.Stored[0]
 	// An on-demand backup that names no recipients is encrypted as the cluster's backups are.
-	onDemand := &v1alpha1.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-demand"},
-		Spec: v1alpha1.EtcdBackupSpec{ForProvider: v1alpha1.EtcdBackupParameters{
-			ClusterRef:  v1alpha1.LocalObjectReference{Name: "secrets"},
-			Destination: v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}},
-		}},
-	}
+	onDemand := newEtcdBackup(ns, "on-demand", "secrets", inBucket(bucket))
 	if err := env.Kube.Create(ctx, onDemand); err != nil {
 		t.Fatal(err)
 	}
@@ -799,13 +810,7 @@ func TestEtcdTransfersOfAStallingTenant(t *testing.T) {
 	ns := etcdNamespace(t, "etcd-beside-stalling")
 	bucket, _ := vgwBackupBucket(t, ns)
 	runningCluster(t, newEtcdCluster(ns, "source", etcdNew, 1), clusterIs(1, etcdNew))
-	b := &v1alpha1.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "now"},
-		Spec: v1alpha1.EtcdBackupSpec{ForProvider: v1alpha1.EtcdBackupParameters{
-			ClusterRef:  v1alpha1.LocalObjectReference{Name: "source"},
-			Destination: v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}},
-		}},
-	}
+	b := newEtcdBackup(ns, "now", "source", inBucket(bucket))
 	if err := env.Kube.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}

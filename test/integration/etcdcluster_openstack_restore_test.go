@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"filippo.io/age"
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -32,24 +30,20 @@ import (
 // SHA-256, restores it with etcdutl and starts. The restored cluster holds every key of the
 // backup, at a revision moved on past it, and no server was given the S3 secret key. A
 // tampered backup boots no server, and an encrypted one is refused before anything is made
-// (its identity would stay in the servers' user-data). The servers boot from Cinder volumes, which go with them. A release the provider has no checksum for is a
-// condition, before any port is made.
+// (its identity would stay in the servers' user-data). The servers boot from Cinder volumes,
+// which go with them. A release the provider has no checksum for is a condition, before any
+// port is made.
 func TestEtcdClusterOnOpenStackRestoredFromAMirror(t *testing.T) {
 	t.Parallel()
 	ctx := harness.Ctx(t)
-	ns := newNamespace(t)
-	_, subnetID, _ := freeServerSubnet(t, ns)
-	cc, err := env.Compute(ctx, harness.CloudDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := newNovaTest(t)
+	ns, cc := n.ns, n.cc
 	releaseURL := mustEnv(t, "TESTBED_ETCD_RELEASE_URL_TEMPLATE")
 	onMirror := func(cr *v1alpha1.EtcdCluster, url string) *v1alpha1.EtcdCluster {
-		return onServers(cr, &v1alpha1.OpenStackMachines{
-			Flavor: mustEnv(t, "TESTBED_FLAVOR_SMALL"), Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
-			// Not where the test bed's image holds etcd: the servers must download it.
-			EtcdPath: "/opt/etcd-releases/v{version}/etcd", EtcdReleaseURL: ptr.To(url),
-		})
+		m := n.machines(t, mustEnv(t, "TESTBED_FLAVOR_SMALL"))
+		// Not where the test bed's image holds etcd: the servers must download it.
+		m.EtcdPath, m.EtcdReleaseURL = "/opt/etcd-releases/v{version}/etcd", ptr.To(url)
+		return onServers(cr, m)
 	}
 
 	// A release the platform team vouched for by no checksum is never downloaded: the
@@ -64,24 +58,7 @@ func TestEtcdClusterOnOpenStackRestoredFromAMirror(t *testing.T) {
 	// the servers.
 	_, keys := readyContract(t, ns, "backup", objv1alpha1.ContractParameters{})
 	keys.Endpoint = mustEnv(t, "TESTBED_S3_ENDPOINT_FOR_SERVERS")
-	if err := env.Kube.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
-		StringData: map[string]string{
-			"AWS_ACCESS_KEY_ID": keys.AccessKeyID, "AWS_SECRET_ACCESS_KEY": keys.SecretAccessKey,
-			"S3_ENDPOINT": keys.Endpoint, "AWS_REGION": keys.Region,
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	direct := s3Client(t, keys)
-	bucket := bucketName(ns, "backups")
-	if err := direct.CreateBucket(ctx, bucket); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = direct.EmptyBucket(context.Background(), bucket)
-		_ = direct.DeleteBucket(context.Background(), bucket)
-	})
+	bucket, direct := backupBucket(t, env.Kube, ns, keys)
 	// An age identity for the encrypted backup that servers must refuse.
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
@@ -92,7 +69,7 @@ func TestEtcdClusterOnOpenStackRestoredFromAMirror(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	dest := v1alpha1.BackupDestination{BucketName: &bucket, CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}}
+	dest := inBucket(bucket)
 	src := withBackup(newEtcdCluster(ns, "source", etcdNew, 1), dest, 2)
 	runningCluster(t, src, clusterIs(1, etcdNew))
 	c := etcdClient(t, ns, "source-etcd", false)
@@ -104,13 +81,8 @@ func TestEtcdClusterOnOpenStackRestoredFromAMirror(t *testing.T) {
 	newest := src.Status.AtProvider.Backup.Stored[0]
 	env.Mutate(t, client.ObjectKeyFromObject(src), src, func() { src.Spec.ForProvider.Backup = nil })
 	// And an encrypted one, on demand.
-	encrypted := &v1alpha1.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "encrypted"},
-		Spec: v1alpha1.EtcdBackupSpec{ForProvider: v1alpha1.EtcdBackupParameters{
-			ClusterRef: v1alpha1.LocalObjectReference{Name: "source"}, Destination: dest,
-			Encryption: &v1alpha1.Encryption{Recipients: []string{id.Recipient().String()}},
-		}},
-	}
+	encrypted := newEtcdBackup(ns, "encrypted", "source", dest)
+	encrypted.Spec.ForProvider.Encryption = &v1alpha1.Encryption{Recipients: []string{id.Recipient().String()}}
 	if err := env.Kube.Create(ctx, encrypted); err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +110,7 @@ func TestEtcdClusterOnOpenStackRestoredFromAMirror(t *testing.T) {
 	restored.Spec.ForProvider.Machines.OpenStack.BootVolumeGiB = ptr.To[int32](1)
 	restored.Spec.ForProvider.Restore = &v1alpha1.Restore{Source: &dest, Key: &newest.Key}
 	start := time.Now()
-	if err := env.Kube.Create(ctx, restored); err != nil {
-		t.Fatal(err)
-	}
-	explainClusterOnFailure(t, restored, cc)
+	n.create(t, restored)
 	waitCluster(t, restored, clusterIs(3, etcdNew))
 	t.Logf("3 Nova servers restored from %s (%d bytes) with etcd from the mirror, Ready in %s",
 		newest.Key, newest.Size, time.Since(start).Round(100*time.Millisecond))
@@ -225,19 +194,4 @@ func TestEtcdClusterOnOpenStackRestoredFromAMirror(t *testing.T) {
 		gone(t, cr)
 	}
 	waitNothingLeft(t, cc, restored, sg)
-}
-
-// noPorts fails the test if the cluster has a port in Neutron (nothing was to be made).
-func noPorts(t *testing.T, cr *v1alpha1.EtcdCluster) {
-	t.Helper()
-	if err := env.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(cr), cr); err != nil {
-		t.Fatal(err)
-	}
-	pages, err := ports.List(env.Neutron, ports.ListOpts{Description: "etcd-cluster:" + string(cr.GetUID())}).AllPages(harness.Ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ps, _ := ports.ExtractPorts(pages); len(ps) > 0 {
-		t.Errorf("%s: %d ports made, want none", cr.GetName(), len(ps))
-	}
 }

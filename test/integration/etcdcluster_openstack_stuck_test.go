@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackservices/provider-stackservices/apis/common"
-	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	"github.com/stackservices/provider-stackservices/test/harness"
 )
 
@@ -25,21 +24,12 @@ import (
 func TestEtcdClusterOnOpenStackReplacesAServerStuckInBuild(t *testing.T) {
 	t.Parallel()
 	ctx := harness.Ctx(t)
-	ns := newNamespace(t)
-	_, subnetID, _ := freeServerSubnet(t, ns)
-	cc, err := env.Compute(ctx, harness.CloudDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr := onServers(newEtcdCluster(ns, "hung", etcdNew, 3), &v1alpha1.OpenStackMachines{
-		Flavor: mustEnv(t, "TESTBED_FLAVOR_STUCK"), Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
-	})
+	n := newNovaTest(t)
+	cc := n.cc
+	cr := onServers(newEtcdCluster(n.ns, "hung", etcdNew, 3), n.machines(t, mustEnv(t, "TESTBED_FLAVOR_STUCK")))
 	cr.Spec.ForProvider.ReplaceUnhealthyAfter = ptr.To(common.Duration("20s"))
 	start := time.Now()
-	if err := env.Kube.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
-	explainClusterOnFailure(t, cr, cc)
+	n.create(t, cr)
 
 	// The stuck member is seen with its server in BUILD.
 	var stuck, stuckMember string

@@ -104,6 +104,54 @@ func onServers(cr *v1alpha1.EtcdCluster, o *v1alpha1.OpenStackMachines) *v1alpha
 	return cr
 }
 
+// novaTest is what a Nova test starts from: a namespace, a free /24 of the servers' range
+// with its subnet, and the demo project's Nova (the namespace's ProviderConfig's project).
+type novaTest struct {
+	ns, subnetID string
+	cidr         netip.Prefix
+	cc           *gophercloud.ServiceClient
+}
+
+func newNovaTest(t *testing.T) novaTest {
+	t.Helper()
+	n := novaTest{ns: newNamespace(t)}
+	_, n.subnetID, n.cidr = freeServerSubnet(t, n.ns)
+	var err error
+	if n.cc, err = env.Compute(harness.Ctx(t), harness.CloudDemo); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// machines are servers of flavor with the test bed's image, on the test's subnet.
+func (n novaTest) machines(t *testing.T, flavor string) *v1alpha1.OpenStackMachines {
+	return &v1alpha1.OpenStackMachines{Flavor: flavor, Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(n.subnetID)}
+}
+
+// create creates the cluster, and explains it (and deletes its servers) if the test fails.
+func (n novaTest) create(t *testing.T, cr *v1alpha1.EtcdCluster) {
+	t.Helper()
+	if err := env.Kube.Create(harness.Ctx(t), cr); err != nil {
+		t.Fatal(err)
+	}
+	explainClusterOnFailure(t, cr, n.cc)
+}
+
+// noPorts fails the test if the cluster has a port in Neutron (nothing was to be made).
+func noPorts(t *testing.T, cr *v1alpha1.EtcdCluster) {
+	t.Helper()
+	if err := env.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(cr), cr); err != nil {
+		t.Fatal(err)
+	}
+	pages, err := ports.List(env.Neutron, ports.ListOpts{Description: "etcd-cluster:" + string(cr.GetUID())}).AllPages(harness.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := ports.ExtractPorts(pages); len(ps) > 0 {
+		t.Errorf("%s: %d ports made, want none", cr.GetName(), len(ps))
+	}
+}
+
 // TestEtcdClusterOnOpenStack runs a cluster's members on the test bed's Nova: a port and a
 // server per member, spread over the zones, in the cluster's server group and security group;
 // the members really run etcd at their ports' fixed IPs (the test bed's hypervisor boots the
@@ -112,24 +160,16 @@ func onServers(cr *v1alpha1.EtcdCluster, o *v1alpha1.OpenStackMachines) *v1alpha
 func TestEtcdClusterOnOpenStack(t *testing.T) {
 	t.Parallel()
 	ctx := harness.Ctx(t)
-	ns := newNamespace(t)
+	n := newNovaTest(t)
+	ns, cidr, cc := n.ns, n.cidr, n.cc
 	zones := strings.Fields(mustEnv(t, "TESTBED_ZONES"))
-	_, subnetID, cidr := freeServerSubnet(t, ns)
-	cc, err := env.Compute(ctx, harness.CloudDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// Created on the old version, so that the rolling upgrade below runs on servers too.
-	cr := onServers(newEtcdCluster(ns, "orders", etcdOld, 3), &v1alpha1.OpenStackMachines{
-		Flavor: mustEnv(t, "TESTBED_FLAVOR_SMALL"), Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
-		AvailabilityZones: zones, ClientCIDRs: []string{"198.51.100.0/24"},
-	})
+	m := n.machines(t, mustEnv(t, "TESTBED_FLAVOR_SMALL"))
+	m.AvailabilityZones, m.ClientCIDRs = zones, []string{"198.51.100.0/24"}
+	cr := onServers(newEtcdCluster(ns, "orders", etcdOld, 3), m)
 	start := time.Now()
-	if err := env.Kube.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
-	explainClusterOnFailure(t, cr, cc)
+	n.create(t, cr)
 	took := waitCluster(t, cr, clusterIs(3, etcdOld))
 	t.Logf("3 members on Nova servers Ready in %s", took.Round(100*time.Millisecond))
 
@@ -380,28 +420,11 @@ func memberGroupID(t *testing.T, cr *v1alpha1.EtcdCluster) string {
 func TestEtcdClusterOnOpenStackMissingFlavor(t *testing.T) {
 	t.Parallel()
 	ctx := harness.Ctx(t)
-	ns := newNamespace(t)
-	_, subnetID, _ := freeServerSubnet(t, ns)
-	cc, err := env.Compute(ctx, harness.CloudDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr := onServers(newEtcdCluster(ns, "nowhere", etcdNew, 3), &v1alpha1.OpenStackMachines{
-		Flavor: "m1.nonexistent", Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
-	})
-	if err := env.Kube.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
-	explainClusterOnFailure(t, cr, cc)
+	n := newNovaTest(t)
+	cr := onServers(newEtcdCluster(n.ns, "nowhere", etcdNew, 3), n.machines(t, "m1.nonexistent"))
+	n.create(t, cr)
 	waitForConditionMessage(t, toUnstructured(t, cr), `there is no flavor "m1.nonexistent"`)
-	tag := "etcd-cluster:" + string(cr.GetUID())
-	portPages, err := ports.List(env.Neutron, ports.ListOpts{Description: tag}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ps, _ := ports.ExtractPorts(portPages); len(ps) > 0 {
-		t.Errorf("%d ports made for a cluster whose flavor does not exist", len(ps))
-	}
+	noPorts(t, cr)
 	if err := env.Kube.Delete(ctx, cr); err != nil {
 		t.Fatal(err)
 	}
@@ -549,13 +572,9 @@ func TestEtcdClusterOnOpenStackOverQuota(t *testing.T) {
 func TestEtcdClusterOnOpenStackNoValidHost(t *testing.T) {
 	t.Parallel()
 	ctx := harness.Ctx(t)
-	ns := newNamespace(t)
-	_, subnetID, _ := freeServerSubnet(t, ns)
+	n := newNovaTest(t)
+	ns, cc := n.ns, n.cc
 	admin, err := env.Compute(ctx, harness.CloudAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := env.Compute(ctx, harness.CloudDemo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,13 +584,8 @@ func TestEtcdClusterOnOpenStackNoValidHost(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = flavors.Delete(context.Background(), admin, f.ID).ExtractErr() })
 
-	cr := onServers(newEtcdCluster(ns, "homeless", etcdNew, 1), &v1alpha1.OpenStackMachines{
-		Flavor: f.Name, Image: mustEnv(t, "TESTBED_IMAGE"), Subnet: ptr.To(subnetID),
-	})
-	if err := env.Kube.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
-	explainClusterOnFailure(t, cr, cc)
+	cr := onServers(newEtcdCluster(ns, "homeless", etcdNew, 1), n.machines(t, f.Name))
+	n.create(t, cr)
 	waitForConditionMessage(t, toUnstructured(t, cr), "server of homeless-0 is ERROR: No valid host was found")
 	sgID := memberGroupID(t, cr)
 

@@ -417,14 +417,29 @@ func putObject(ctx context.Context, cfg s3.Config, bucket, key string) error {
 // policies) in the keys a Contract's Secret has, and returns a direct client for it.
 func vgwSecret(t *testing.T, ns, name, access, secret string) *s3.Client {
 	t.Helper()
-	cfg := s3.Config{Endpoint: os.Getenv("VGW_ENDPOINT"), Region: os.Getenv("VGW_REGION"), AccessKeyID: access, SecretAccessKey: secret}
+	cfg := vgwConfig(t)
+	cfg.AccessKeyID, cfg.SecretAccessKey = access, secret
+	return s3Secret(t, env.Kube, ns, name, cfg)
+}
+
+// vgwConfig is versitygw's endpoint with its root keys.
+func vgwConfig(t testing.TB) s3.Config {
+	t.Helper()
+	cfg := s3.Config{Endpoint: os.Getenv("VGW_ENDPOINT"), Region: os.Getenv("VGW_REGION"), AccessKeyID: os.Getenv("VGW_ACCESS_KEY"), SecretAccessKey: os.Getenv("VGW_SECRET_KEY")}
 	if cfg.Endpoint == "" {
 		t.Fatal("VGW_ENDPOINT is not set: start versitygw with `cluster/versitygw.sh up` and source its env (make test does)")
 	}
-	if err := env.Kube.Create(harness.Ctx(t), &corev1.Secret{
+	return cfg
+}
+
+// s3Secret writes cfg as a credentials Secret (the keys a Contract's Secret has) through
+// kube, and returns a direct client for it.
+func s3Secret(t *testing.T, kube client.Client, ns, name string, cfg s3.Config) *s3.Client {
+	t.Helper()
+	if err := kube.Create(harness.Ctx(t), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		StringData: map[string]string{
-			"AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret,
+			"AWS_ACCESS_KEY_ID": cfg.AccessKeyID, "AWS_SECRET_ACCESS_KEY": cfg.SecretAccessKey,
 			"S3_ENDPOINT": cfg.Endpoint, "AWS_REGION": cfg.Region,
 		},
 	}); err != nil {

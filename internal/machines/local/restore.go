@@ -51,6 +51,10 @@ const (
 // first.
 func (b *Backend) ChecksSnapshots() bool { return true }
 
+// DecryptsSnapshots says that a local machine can be handed a restore's age identity: it
+// decrypts in the provider's own process, as the bytes arrive, and keeps nothing.
+func (b *Backend) DecryptsSnapshots() bool { return true }
+
 // restore fills a new member's data directory from the snapshot cfg.Restore names: it
 // downloads the snapshot into the machine's directory (checking its size and SHA-256 as the
 // bytes arrive), has etcdutl of the member's version restore it beside the data directory,

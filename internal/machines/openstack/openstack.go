@@ -345,11 +345,6 @@ func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.
 	if cfg.Restore != nil && cfg.Restore.AgeIdentity != "" {
 		return machines.Machine{}, errors.New(errEncryptedRestore)
 	}
-	if cfg.Restore != nil && cfg.Restore.Checked != nil {
-		if err := cfg.Restore.Checked(ctx); err != nil {
-			return machines.Machine{}, err
-		}
-	}
 	f, err := b.find(ctx, cluster)
 	if err != nil {
 		return machines.Machine{}, err
@@ -360,6 +355,14 @@ func (b *Backend) Start(ctx context.Context, cluster, name string, cfg machines.
 	}
 	if len(p.FixedIPs) == 0 {
 		return machines.Machine{}, errors.New(errNoAddress)
+	}
+	// Waited for only when a server is to be made (a retried bootstrap whose servers exist
+	// does not read the backup again), and outside placing, which the other members of
+	// the bootstrap need meanwhile.
+	if cfg.Restore != nil && cfg.Restore.Checked != nil && len(f.servers[name]) == 0 {
+		if err := cfg.Restore.Checked(ctx); err != nil {
+			return machines.Machine{}, err
+		}
 	}
 	b.placing.Lock()
 	defer b.placing.Unlock()

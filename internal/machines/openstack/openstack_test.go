@@ -438,3 +438,18 @@ func TestMissingFlavorMakesNothing(t *testing.T) {
 		t.Errorf("%d ports and %d servers made for a flavor that does not exist", len(c.ports), len(c.servers))
 	}
 }
+
+// TestStartRefusesAnIdentity: an age identity would outlive the restore in the server's
+// user-data; Start refuses it before it makes anything.
+func TestStartRefusesAnIdentity(t *testing.T) {
+	c := &cloud{}
+	b := newBackend(c)
+	if _, err := b.Allocate(context.Background(), "uid", "db-0"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := memberConfig()
+	cfg.Restore = &machines.RestoreSource{URL: "https://s3/k", Size: 1, SHA256: strings.Repeat("cd", 32), AgeIdentity: "AGE-SECRET-KEY-1XYZ"}
+	if _, err := b.Start(context.Background(), "uid", "db-0", cfg); err == nil || len(c.created) != 0 {
+		t.Errorf("Start with an identity: %v, %d servers made; want a refusal and none", err, len(c.created))
+	}
+}

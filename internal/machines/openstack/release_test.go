@@ -1,74 +1,11 @@
 package openstack
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"sigs.k8s.io/yaml"
-
-	"github.com/stackservices/provider-stackservices/internal/machines"
 )
-
-// TestUserDataOfARestoredMemberFromAMirror: the script gets the release's URL and checksum,
-// and the snapshot's pre-signed URL, size and checksum, the URL in a file only root reads,
-// every value quoted for sh whatever it holds. An encrypted snapshot never gets this far.
-func TestUserDataOfARestoredMemberFromAMirror(t *testing.T) {
-	cfg := memberConfig()
-	cfg.Restore = &machines.RestoreSource{
-		URL: "https://s3.example/b/k?X-Amz-Signature=s&x='$(touch /pwned)'", Size: 1 << 30,
-		SHA256: strings.Repeat("cd", 32), BumpRevision: 1e9,
-	}
-	ud, err := userData(member{Name: "db-0", Address: "198.19.9.10", EtcdPath: "/opt/etcd-releases/v{version}/etcd",
-		Release: &Release{URL: "http://mirror/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz", SHA256: strings.Repeat("ab", 32)}, Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cc cloudConfig
-	if err := yaml.Unmarshal(ud, &cc); err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]cloudFile{}
-	for _, f := range cc.WriteFiles {
-		files[f.Path] = f
-	}
-	want := map[string]cloudFile{
-		releaseEnv: {Path: releaseEnv, Permissions: "0644", Owner: "root:root", Content: "ETCD_RELEASE_URL='http://mirror/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz'\n" +
-			"ETCD_RELEASE_SHA256='" + strings.Repeat("ab", 32) + "'\n"},
-		restoreEnv: {Path: restoreEnv, Permissions: "0600", Owner: "root:root", Content: `ETCD_RESTORE_URL='https://s3.example/b/k?X-Amz-Signature=s&x='\''$(touch /pwned)'\'''` + "\n" +
-			"ETCD_RESTORE_SIZE='1073741824'\n" +
-			"ETCD_RESTORE_SHA256='" + strings.Repeat("cd", 32) + "'\n" +
-			"ETCD_RESTORE_NAME='db-0'\n" +
-			"ETCD_RESTORE_INITIAL_CLUSTER='db-0=https://198.19.9.10:2380'\n" +
-			"ETCD_RESTORE_INITIAL_CLUSTER_TOKEN='uid'\n" +
-			"ETCD_RESTORE_PEER_URL='https://198.19.9.10:2380'\n" +
-			"ETCD_RESTORE_BUMP='--bump-revision=1000000000 --mark-compacted'\n"},
-	}
-	for p, w := range want {
-		if diff := cmp.Diff(w, files[p]); diff != "" {
-			t.Errorf("%s: -want, +got:\n%s", p, diff)
-		}
-	}
-	if !strings.Contains(files[unitPath].Content, "ExecStart=/bin/sh /etc/etcd/member.sh /opt/etcd-releases/v3.6.16/etcd --name=db-0 ") {
-		t.Errorf("unit:\n%s", files[unitPath].Content)
-	}
-}
-
-// TestStartRefusesAnIdentity: an age identity would outlive the restore in the server's
-// user-data; Start refuses it before it makes anything.
-func TestStartRefusesAnIdentity(t *testing.T) {
-	c := &cloud{}
-	b := newBackend(c)
-	if _, err := b.Allocate(context.Background(), "uid", "db-0"); err != nil {
-		t.Fatal(err)
-	}
-	cfg := memberConfig()
-	cfg.Restore = &machines.RestoreSource{URL: "https://s3/k", Size: 1, SHA256: strings.Repeat("cd", 32), AgeIdentity: "AGE-SECRET-KEY-1XYZ"}
-	if _, err := b.Start(context.Background(), "uid", "db-0", cfg); err == nil || len(c.created) != 0 {
-		t.Errorf("Start with an identity: %v, %d servers made; want a refusal and none", err, len(c.created))
-	}
-}
 
 // TestReleaseFor: a server downloads only a release whose file the platform team's checksums
 // list; the tenant's URL chooses where from, never what runs.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,8 +34,9 @@ import (
 // simulated is a machines backend and the etcd cluster its machines form, for the
 // decisions of Create and Update: machines get addresses and run what they are started with
 // (Start fails for the names startErr maps); the membership changes as etcd's would, and the
-// voter of the lowest ID leads. It checks snapshots, as local machines do, unless providerChecks says
-// otherwise. changes records the membership changes asked for.
+// voter of the lowest ID leads. It checks snapshots and may be handed an identity, as local
+// machines do, unless providerChecks says it is like servers instead. changes records the
+// membership changes asked for.
 type simulated struct {
 	etcdclient.Cluster
 
@@ -64,6 +66,8 @@ func newSimulated() *simulated {
 }
 
 func (s *simulated) ChecksSnapshots() bool { return !s.providerChecks }
+
+func (s *simulated) DecryptsSnapshots() bool { return !s.providerChecks }
 
 // CheckCapacity refuses more machines than maxRunning.
 func (s *simulated) CheckCapacity(_ context.Context, n int) error {
@@ -262,6 +266,7 @@ func TestCreate(t *testing.T) {
 	cases := map[string]struct {
 		members        int32
 		restore        bool
+		encrypted      bool
 		backupVersion  string
 		startErr       map[string]error
 		providerChecks bool
@@ -278,6 +283,9 @@ func TestCreate(t *testing.T) {
 		"RestoreOfANewerEtcd":   {members: 1, restore: true, backupVersion: "3.7.3", wantErr: "restore it into 3.7 or 3.8"},
 		"RestoreWaitsItsTurn":   {members: 1, restore: true, turnTaken: true, wantErr: "waiting to restore: namespace ns"},
 		"RestoreCheckedForThem": {members: 1, restore: true, providerChecks: true, wantStarted: []string{"db-0"}, wantName: "c0ffee"},
+		"EncryptedRestored":     {members: 1, restore: true, encrypted: true, wantStarted: []string{"db-0"}, wantName: "c0ffee"},
+		// Servers keep what they are given (user-data): no identity goes there.
+		"EncryptedOntoServers": {members: 3, restore: true, encrypted: true, providerChecks: true, wantErr: "restoring an encrypted backup onto OpenStack servers is not supported yet"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -294,6 +302,16 @@ func TestCreate(t *testing.T) {
 			md := stored
 			if tc.backupVersion != "" {
 				md.EtcdVersion = tc.backupVersion
+			}
+			md.Encrypted = tc.encrypted
+			id, err := age.GenerateX25519Identity()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := kube.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "identity"}, Data: map[string][]byte{"age.key": []byte(id.String())},
+			}); err != nil {
+				t.Fatal(err)
 			}
 			var reads []string
 			turns := transfers.New(1)
@@ -317,8 +335,11 @@ func TestCreate(t *testing.T) {
 					Source: &v1alpha1.BackupDestination{BucketName: ptr.To("backups"), CredentialsSecretRef: &v1alpha1.LocalObjectReference{Name: "s3"}},
 					Key:    ptr.To(stored.Key),
 				}
+				if tc.encrypted {
+					cr.Spec.ForProvider.Restore.Decryption = &v1alpha1.Decryption{IdentitySecretRef: v1alpha1.SecretKeyReference{Name: "identity", Key: "age.key"}}
+				}
 			}
-			_, err := e.Create(ctx, cr)
+			_, err = e.Create(ctx, cr)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Create() = %v, want an error with %q", err, tc.wantErr)
@@ -347,6 +368,9 @@ func TestCreate(t *testing.T) {
 					// the backup by the provider; one that does not is.
 					if (r.Checked != nil) != tc.providerChecks {
 						t.Errorf("%s: the provider checks the backup: %v, want %v", n, r.Checked != nil, tc.providerChecks)
+					}
+					if (r.AgeIdentity != "") != tc.encrypted {
+						t.Errorf("%s: handed an identity: %t, want %t", n, r.AgeIdentity != "", tc.encrypted)
 					}
 				}
 			}

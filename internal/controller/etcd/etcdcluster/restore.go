@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"bytes"
 	"context"
+	"sync"
 	"time"
 
 	"filippo.io/age"
@@ -91,9 +92,8 @@ func (e *external) restoreSource(ctx context.Context, cr *v1alpha1.EtcdCluster, 
 	if err != nil {
 		return nil, err
 	}
-	// A machine that does not check the snapshot itself is a server that boots from
-	// user-data, which outlives the restore: no identity goes there.
-	if md.Encrypted && !machines.ChecksSnapshots(e.machines) {
+	// An identity goes only to machines that drop it after the restore.
+	if md.Encrypted && !machines.DecryptsSnapshots(e.machines) {
 		return nil, errors.Errorf(errFmtEncryptedOnServers, md.Key)
 	}
 	if err := backup.Decryptable(md, ids...); err != nil {
@@ -160,16 +160,20 @@ func restorableInto(md backup.Metadata, v etcd.Version) error {
 	return errors.Errorf(errFmtRestoreVersion, md.Key, from, from.Major, from.Minor, from.Major, from.Minor+1, v)
 }
 
-// onceChecked runs check once, in the background from now on, and returns a function that
-// waits for its outcome: every member's Start waits for the same check.
+// onceChecked returns a function that runs check once, from the first call on, and waits for
+// its outcome: every member's Start waits for the same check, and an attempt that makes no
+// machine from the backup (its servers exist already) does not read it again.
 func onceChecked(ctx context.Context, check func(context.Context) error) func(context.Context) error {
+	var once sync.Once
 	done := make(chan struct{})
 	var err error
-	go func() {
-		defer close(done)
-		err = check(ctx)
-	}()
 	return func(wctx context.Context) error {
+		once.Do(func() {
+			go func() {
+				defer close(done)
+				err = check(ctx)
+			}()
+		})
 		select {
 		case <-done:
 			return err

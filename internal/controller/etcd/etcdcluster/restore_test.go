@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,5 +41,31 @@ func TestRefusedRestore(t *testing.T) {
 				t.Errorf("refusedRestore(...): -want +got:\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestOnceChecked: the check runs only once something waits for it, once for every waiter,
+// and each waiter gets its verdict.
+func TestOnceChecked(t *testing.T) {
+	var runs atomic.Int32
+	bad := errors.New("the stored snapshot's SHA-256 is 00, its metadata says ff")
+	wait := onceChecked(context.Background(), func(context.Context) error {
+		runs.Add(1)
+		return bad
+	})
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the check ran %d times before anyone waited for it", n)
+	}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if err := wait(context.Background()); !errors.Is(err, bad) {
+				t.Errorf("wait() = %v, want the check's error", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the check ran %d times for 3 waiters, want once", n)
 	}
 }

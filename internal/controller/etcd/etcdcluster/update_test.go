@@ -23,6 +23,17 @@ func onSimulated(t *testing.T, sim *simulated) *external {
 		now: time.Now, sleep: func(context.Context, time.Duration) error { return nil }}
 }
 
+// bootstrapped is a cluster of members "db" (UID "uid") that Create bootstrapped on sim.
+func bootstrapped(t *testing.T, e *external, members int32) *v1alpha1.EtcdCluster {
+	t.Helper()
+	cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: members})
+	cr.SetUID("uid")
+	if _, err := e.Create(context.Background(), cr); err != nil {
+		t.Fatal(err)
+	}
+	return cr
+}
+
 // converge observes and updates the cluster, as the reconciler would, until it is up to date.
 func converge(t *testing.T, e *external, cr *v1alpha1.EtcdCluster) {
 	t.Helper()
@@ -61,14 +72,9 @@ func TestUpdate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
 			sim := newSimulated()
 			e := onSimulated(t, sim)
-			cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: tc.from})
-			cr.SetUID("uid")
-			if _, err := e.Create(ctx, cr); err != nil {
-				t.Fatal(err)
-			}
+			cr := bootstrapped(t, e, tc.from)
 			sim.changes = nil
 			cr.Spec.ForProvider.Members = tc.to
 			converge(t, e, cr)
@@ -173,11 +179,7 @@ func TestCapacityIsCheckedFirst(t *testing.T) {
 		t.Fatalf("a refused bootstrap made %d machines", len(sim.machines))
 	}
 
-	cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 1})
-	cr.SetUID("uid")
-	if _, err := e.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	cr := bootstrapped(t, e, 1)
 	cr.Spec.ForProvider.Members = 3
 	var err error
 	for i := 0; i < 10 && err == nil; i++ {
@@ -206,11 +208,7 @@ func TestReadinessSaysWhyAServerFailed(t *testing.T) {
 	ctx := context.Background()
 	sim := newSimulated()
 	e := onSimulated(t, sim)
-	cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3})
-	cr.SetUID("uid")
-	if _, err := e.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	cr := bootstrapped(t, e, 3)
 	sim.mu.Lock()
 	for i := range sim.members {
 		if sim.members[i].Name == "db-2" {
@@ -233,14 +231,9 @@ func TestReadinessSaysWhyAServerFailed(t *testing.T) {
 // nothing until an entry after that snapshot is applied; on a cluster nobody writes to, the
 // provider's nudge is that entry, and the scale-out finishes.
 func TestALearnerFromASnapshotIsNudged(t *testing.T) {
-	ctx := context.Background()
 	sim := newSimulated()
 	e := onSimulated(t, sim)
-	cr := cluster("db", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 1})
-	cr.SetUID("uid")
-	if _, err := e.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	cr := bootstrapped(t, e, 1)
 	sim.fromSnapshot = true
 	cr.Spec.ForProvider.Members = 3
 	converge(t, e, cr)
