@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,7 +132,15 @@ func (c *Client) Status(ctx context.Context, endpoint string) (MemberStatus, err
 // etcd derives the ID of a new member from its peer URLs and the time in seconds, so asking
 // again within the same second gets "member ID already exist" rather than "Peer URLs already
 // exists": both mean the member is there.
+//
+// The membership is read first: a second proposal while the leader has not applied the
+// first is dropped by raft without an answer, and would only time out.
 func (c *Client) AddLearner(ctx context.Context, peerURL string) (Member, []Member, error) {
+	if _, ms, err := c.Members(ctx); err == nil {
+		if m, ok := withPeerURL(ms, peerURL); ok {
+			return m, ms, nil
+		}
+	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	resp, err := c.c.MemberAddAsLearner(rctx, []string{peerURL})
@@ -140,18 +149,24 @@ func (c *Client) AddLearner(ctx context.Context, peerURL string) (Member, []Memb
 		if lerr != nil {
 			return Member{}, nil, lerr
 		}
-		for _, m := range ms {
-			for _, u := range m.PeerURLs {
-				if u == peerURL {
-					return m, ms, nil
-				}
-			}
+		if m, ok := withPeerURL(ms, peerURL); ok {
+			return m, ms, nil
 		}
 	}
 	if err != nil {
 		return Member{}, nil, errors.Wrap(err, errAddLearner)
 	}
 	return member(resp.Member), members(resp.Members), nil
+}
+
+// withPeerURL returns the member that has the peer URL.
+func withPeerURL(ms []Member, peerURL string) (Member, bool) {
+	for _, m := range ms {
+		if slices.Contains(m.PeerURLs, peerURL) {
+			return m, true
+		}
+	}
+	return Member{}, false
 }
 
 // Promote makes the learner id a voting member. etcd refuses while the learner has not

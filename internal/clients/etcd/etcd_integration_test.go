@@ -392,11 +392,17 @@ func TestMembership(t *testing.T) {
 		t.Errorf("AddLearner: members: -want, +got:\n%s", diff)
 	}
 
-	// AddLearner again, before the learner started: the same member.
-	again, ms, err := c.AddLearner(ctx, m4.peerURL())
+	// AddLearner again, before the learner started: the same member. A member that has not
+	// applied the first change yet may not know it, hence the retries.
+	var again Member
+	d, refusals, err = retry(t, 30*time.Second, func() (err error) {
+		again, ms, err = c.AddLearner(ctx, m4.peerURL())
+		return err
+	})
 	if err != nil {
 		t.Fatalf("AddLearner again: %v", err)
 	}
+	t.Logf("AddLearner again succeeded after %s and refusals %s", d, summary(refusals))
 	if diff := cmp.Diff(added, again); diff != "" {
 		t.Errorf("AddLearner again: -want, +got:\n%s", diff)
 	}
