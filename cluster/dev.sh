@@ -26,6 +26,8 @@ READY_TIMEOUT=${READY_TIMEOUT:-180}
 # cluster/e2e.sh keeps the stack in $RUN_DIR/e2e: dev's is $RUN_DIR/dev/e2e.
 DEV_RUN=${RUN_DIR}/dev
 export E2E_PROVIDER_POLL=${DEV_POLL}
+# examples/etcd/etcdcluster.yaml runs its members as local processes.
+export E2E_LOCAL_MACHINES=1
 # shellcheck source=cluster/lib/crossplane.sh
 source "${REPO_ROOT}/cluster/lib/crossplane.sh"
 
@@ -48,37 +50,10 @@ credentials() {
 		--from-file=clouds.yaml="${OS_CLIENT_CONFIG_FILE}" --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
 }
 
-start_provider() {
-	mkdir -p "${STATE}" "$(dirname "${BIN}")"
-	log "building the provider"
-	go build -o "${BIN}" ./cmd/provider
-	cluster/tools.sh "etcd@${DEV_ETCD_VERSION}"
-	stop_provider
-	local metrics health
-	pick_port metrics
-	pick_port health
-	KUBECONFIG=$(cluster/kube.sh kubeconfig) setsid "${BIN}" --debug --poll="${DEV_POLL}" \
-		--metrics-bind-address="127.0.0.1:${metrics}" --health-probe-bind-address="127.0.0.1:${health}" \
-		--enable-local-machines --local-machines-dir="${MACHINES_DIR}" \
-		--etcd-binaries-dir="$(dirname "$(cluster/tools.sh path "etcd@${DEV_ETCD_VERSION}")")" \
-		>"${STATE}/provider.log" 2>&1 </dev/null &
-	echo $! >"${STATE}/provider.pid"
-	printf 'METRICS=127.0.0.1:%s\nHEALTH=127.0.0.1:%s\n' "${metrics}" "${health}" >"${STATE}/ports.env"
-	for _ in $(seq 1 50); do
-		curl -fsS "http://127.0.0.1:${health}/readyz" >/dev/null 2>&1 && return 0
-		provider_running || break
-		sleep 0.2
-	done
-	tail -n 30 "${STATE}/provider.log" >&2 || true
-	die "the provider did not become ready; log: ${STATE}/provider.log"
-}
-
 # demo_server gives the examples something to act on: a "server" in the shape Nova leaves in
 # Neutron (a port with device_owner compute:nova and the server UUID as device_id) and a
 # Kubernetes Node for it labelled role=web, as the OpenStack cloud provider would register it.
-# This is exactly what SecurityGroupAttachment looks at. The subnet etcd-members (on network
-# etcd-members, in the servers' range) is where examples/etcd/etcdcluster-openstack.yaml puts
-# its members' ports.
+# This is exactly what SecurityGroupAttachment looks at.
 demo_server() {
 	# shellcheck disable=SC1090
 	source "$(cluster/openstack.sh env)"
@@ -100,10 +75,7 @@ demo_server() {
 	if [[ -z $("${os[@]}" port list --device-id "${server}" -f value -c ID) ]]; then
 		"${os[@]}" port create --network dev-net --device-owner compute:nova --device "${server}" dev-web-1 >/dev/null
 	fi
-	"${os[@]}" network show etcd-members >/dev/null 2>&1 || "${os[@]}" network create etcd-members >/dev/null
-	"${os[@]}" subnet show etcd-members >/dev/null 2>&1 ||
-		"${os[@]}" subnet create --network etcd-members --subnet-range 198.19.50.0/24 etcd-members >/dev/null
-	log "demo server ${server}: node dev-web-1 (role=web), port on dev-net; subnet etcd-members for etcd servers"
+	log "demo server ${server}: node dev-web-1 (role=web), port on dev-net"
 }
 
 # wait_ready waits until every managed resource and every composite is Ready.

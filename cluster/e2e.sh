@@ -44,7 +44,8 @@
 # Environment: RUN_DIR, CACHE_DIR, E2E_TIMEOUT (seconds per wait, default 300), E2E_DEBUG=1
 # (core and function debug logs), E2E_PROVIDER_POLL (default 10s), E2E_PROVIDER_SOURCE,
 # E2E_CONFIGURATION_SOURCE, E2E_FUNCTION_PAT_SOURCE (upstream package names, without tag),
-# E2E_PACKAGE_TAG (tag for install-provider/-configuration; default from the .xpkg file name).
+# E2E_PACKAGE_TAG (tag for install-provider/-configuration; default from the .xpkg file name),
+# E2E_LOCAL_MACHINES=1 (the provider may run etcd members as local processes, for make dev).
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,8 +64,8 @@ LOGS=${STATE}/logs
 INSTALLED=${STATE}/installed
 PORTS_FILE=${STATE}/ports.env
 ENV_FILE=${STATE}/e2e.env
-# The provider runs EtcdDatabase members as local processes (machines.type Local) under here,
-# with this etcd.
+# With E2E_LOCAL_MACHINES, the provider runs the members of EtcdClusters of machines.type Local
+# as local processes under here, with this etcd.
 MACHINES_DIR=${STATE}/machines
 E2E_ETCD_VERSION=${E2E_ETCD_VERSION:-v3.6.16}
 # Everything we run (kubectl, core, functions, the provider) talks to the e2e control plane only.
@@ -75,6 +76,7 @@ TOOLS_BIN=${CACHE_DIR}/e2e
 E2E_TIMEOUT=${E2E_TIMEOUT:-300}
 E2E_DEBUG=${E2E_DEBUG:-}
 E2E_PROVIDER_POLL=${E2E_PROVIDER_POLL:-10s}
+E2E_LOCAL_MACHINES=${E2E_LOCAL_MACHINES:-}
 
 CROSSPLANE_NAMESPACE=crossplane-system
 # The Secret named as the revisions' tlsServerSecretName. Core reads its tls.crt while it
@@ -587,16 +589,21 @@ start_function_pat() {
 		listening "${FUNCTION_PAT_PORT}"
 }
 
+# start_provider runs the provider with the flags examples/provider/runtime.yaml gives the
+# packaged one (local machines only with E2E_LOCAL_MACHINES=1).
 start_provider() {
 	local args=(--etcd-provider-cidr=198.18.0.0/15) sums
-	# The checksums of the test bed's mirror of etcd releases, once cluster/openstack.sh packed it.
+	# The checksums of the test bed's mirror of etcd releases, which cluster/openstack.sh packs.
 	sums="$("${REPO_ROOT}/cluster/tools.sh" path etcd-release)/SHA256SUMS"
-	[[ -f "${sums}" ]] && args+=(--etcd-release-checksums="${sums}")
+	[[ -f "${sums}" ]] || die "no ${sums}: bring the test bed up first (cluster/openstack.sh up)"
+	args+=(--etcd-release-checksums="${sums}")
+	if [[ -n "${E2E_LOCAL_MACHINES}" ]]; then
+		args+=(--enable-local-machines --local-machines-dir="${MACHINES_DIR}" --etcd-binaries-dir="${ETCD_BINARIES}")
+	fi
 	start provider "$(log_of provider)" "${STATE}/bin/provider" \
 		--metrics-bind-address="127.0.0.1:${PROVIDER_METRICS_PORT}" \
 		--health-probe-bind-address="127.0.0.1:${PROVIDER_HEALTH_PORT}" \
 		--poll="${E2E_PROVIDER_POLL}" --debug \
-		--enable-local-machines --local-machines-dir="${MACHINES_DIR}" --etcd-binaries-dir="${ETCD_BINARIES}" \
 		"${args[@]}"
 	wait_for "the provider's /readyz" http_ok "http://127.0.0.1:${PROVIDER_HEALTH_PORT}/readyz"
 }

@@ -58,7 +58,8 @@ INIT_MARKER=$STATE_DIR/.initialised
 #    Neutron agent rows of the compute hosts.
 # 4: Cinder (database, user, endpoints), so that servers boot from volumes; the flavor whose
 #    first server of a group stays in BUILD.
-STATE_VERSION=4
+# 5: the network and subnet etcd-members of project demo, where the examples' etcd servers go.
+STATE_VERSION=5
 LOCK_FILE=$RUN_DIR/.openstack.lock
 
 HOST=127.0.0.1
@@ -821,6 +822,10 @@ FLAVOR_SMALL=testbed.small
 FLAVOR_LARGE=testbed.large
 FLAVOR_STUCK=testbed.stuck
 IMAGE_NAME=testbed-etcd
+# Project demo's network and subnet (same name) for etcd servers, outside the /24s the
+# integration tests take (198.19.200-254).
+ETCD_NETWORK=etcd-members
+ETCD_SUBNET_RANGE=198.19.50.0/24
 NOVA_DATABASES=(nova_api nova nova_cell0 placement glance cinder)
 RABBIT_NODE=testbed@localhost
 HYPERVISOR_BIN=$STATE_DIR/bin/hypervisor
@@ -1039,7 +1044,8 @@ nova_wait() {
 # Glance's version document answers 300 Multiple Choices.
 glance_answers() { [[ $(http_code "$GLANCE_URL/") == 300 ]]; }
 
-# nova_objects: flavors, the image and the zones (one aggregate per zone), once.
+# nova_objects: flavors, the image, the zones (one aggregate per zone) and project demo's
+# network for etcd servers (the examples' ClusterProviderConfig names it), once.
 nova_objects() {
   local logf=$LOG_DIR/nova-objects.log img=$STATE_DIR/testbed-image.raw h
   # The fake driver never reads the image: any bytes do.
@@ -1054,12 +1060,16 @@ nova_objects() {
     for h in "${COMPUTE_HOSTS[@]}"; do
       echo "aggregate add host $(compute_zone "$h") $h"
     done
+    echo "network create --project demo $ETCD_NETWORK"
+    echo "subnet create --project demo --network $ETCD_NETWORK --subnet-range $ETCD_SUBNET_RANGE $ETCD_NETWORK"
   } | openstack_admin >"$logf" 2>&1 || die "creating flavors, image and zones failed" "$logf"
   rm -f "$img"
   local tok
   tok=$(token admin "$ADMIN_PASSWORD" admin)
   [[ $(curl -s --max-time 10 -H "X-Auth-Token: $tok" "$NOVA_URL/os-availability-zone") == *"${ZONES[1]}"* ]] ||
     die "the availability zones were not made" "$logf"
+  [[ $(curl -s --max-time 10 -H "X-Auth-Token: $tok" "$NEUTRON_URL/v2.0/subnets?name=$ETCD_NETWORK") == *"$ETCD_SUBNET_RANGE"* ]] ||
+    die "the subnet $ETCD_NETWORK was not made" "$logf"
 }
 
 # hypervisor_start: build the hypervisor (cached by Go) and run it as admin.

@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	etcdv1alpha1 "github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 )
 
 // CloudSettings are the parts of a ProviderConfig that do not depend on where the credentials
@@ -21,6 +23,20 @@ type CloudSettings struct {
 	// ObjectStorage says where the cloud's S3 API is; Contracts publish it with their keys.
 	// +optional
 	ObjectStorage *ObjectStorageSettings `json:"objectStorage,omitempty"`
+
+	// EtcdMachines are the machines of the EtcdClusters that use this config and name none
+	// (the EtcdDatabases of the configuration package name none): the platform team's
+	// flavor, image and network, which app teams need not know. A cluster takes them when it
+	// is made; a change here applies to clusters made after it.
+	// +optional
+	EtcdMachines *EtcdMachines `json:"etcdMachines,omitempty"`
+}
+
+// EtcdMachines say where the members of EtcdClusters run when they name no machines.
+type EtcdMachines struct {
+	// OpenStack servers in this config's project, made as an EtcdCluster's
+	// spec.forProvider.machines.openstack says.
+	OpenStack etcdv1alpha1.OpenStackMachines `json:"openstack"`
 }
 
 // ObjectStorageSettings locate the S3 API of the cloud.

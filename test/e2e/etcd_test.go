@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +50,13 @@ func TestEtcdDatabase(t *testing.T) {
 		}
 		return nil
 	})
+	// The composition names no machines: the members run on the servers the
+	// ClusterProviderConfig's etcdMachines describe, on its subnet.
+	for _, ep := range strings.Split(string(sec.Data["endpoints"]), ",") {
+		if !strings.HasPrefix(ep, "https://"+etcdSubnetPrefix) {
+			t.Errorf("endpoint %s is not on the subnet the ClusterProviderConfig names (%sx)", ep, etcdSubnetPrefix)
+		}
+	}
 	c, err := etcdFromSecret(sec)
 	if err != nil {
 		t.Fatalf("an app cannot use the Secret: %v", err)
@@ -139,6 +148,22 @@ func TestEtcdDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.deleteComposite(t, again)
+	// Both clusters' servers went with them: no port is left on the members' network.
+	nets, err := networks.List(e.neutron, networks.ListOpts{Name: etcdNetwork}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := networks.ExtractNetworks(nets)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("network %s: %v (%v)", etcdNetwork, all, err)
+	}
+	pages, err := ports.List(e.neutron, ports.ListOpts{NetworkID: all[0].ID}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, err := ports.ExtractPorts(pages); err != nil || len(left) != 0 {
+		t.Errorf("ports left on %s after both composites were deleted: %d (%v)", etcdNetwork, len(left), err)
+	}
 	s3c, err := s3.New(s3.Config{
 		AccessKeyID: string(keys.Data["AWS_ACCESS_KEY_ID"]), SecretAccessKey: string(keys.Data["AWS_SECRET_ACCESS_KEY"]),
 		Endpoint: string(keys.Data["S3_ENDPOINT"]), Region: string(keys.Data["AWS_REGION"]),
@@ -155,6 +180,13 @@ func TestEtcdDatabase(t *testing.T) {
 		}
 	}
 }
+
+// The network (and subnet) of the servers of examples/providerconfig's etcdMachines, which
+// cluster/openstack.sh makes in project demo.
+const (
+	etcdNetwork      = "etcd-members"
+	etcdSubnetPrefix = "198.19.50."
+)
 
 // etcdFromSecret connects the way an app does: with nothing but the Secret.
 func etcdFromSecret(sec *corev1.Secret) (*clientv3.Client, error) {

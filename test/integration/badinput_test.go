@@ -107,6 +107,8 @@ func TestBadInput(t *testing.T) {
 		"EtcdPathDotDot":            {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 3, machines: {type: OpenStack, openstack: {flavor: f, image: i, subnet: s, etcdPath: "/opt/v{version}/../../bin/etcd"}}}`, refused: "must not hold . or .. segments"},
 		"EtcdReleaseURLQuoted":      {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 3, machines: {type: OpenStack, openstack: {flavor: f, image: i, subnet: s, etcdReleaseURL: "https://mirror/x'$(id).tar.gz"}}}`, refused: "etcdReleaseURL"},
 		"EtcdBootVolumeZero":        {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 3, machines: {type: OpenStack, openstack: {flavor: f, image: i, subnet: s, bootVolumeGiB: 0}}}`, refused: "bootVolumeGiB"},
+		"EtcdNoMachines":            {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 3}`, condition: "ask the platform team to set etcdMachines"},
+		"EtcdMachinesWithoutType":   {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 3, machines: {openstack: {flavor: f, image: i, subnet: s}}}`, refused: "spec.forProvider.machines.type: Required value"},
 		"EtcdEvenMembers":           {kind: "EtcdCluster", manifest: `{version: "3.6.16", members: 4, machines: {type: Local}}`, refused: "members"},
 		"EtcdUnknownVersion":        {kind: "EtcdCluster", manifest: `{version: "3.8.0", members: 3, machines: {type: Local}}`, refused: "version"},
 		"EtcdReplaceAfterGarbage":   {kind: "EtcdCluster", manifest: `{` + validEtcd + `, replaceUnhealthyAfter: 2mins}`, refused: "replaceUnhealthyAfter"},

@@ -100,7 +100,7 @@ func explainClusterOnFailure(t *testing.T, cr *v1alpha1.EtcdCluster, cc *gopherc
 // namespace's ProviderConfig.
 func onServers(cr *v1alpha1.EtcdCluster, o *v1alpha1.OpenStackMachines) *v1alpha1.EtcdCluster {
 	cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
-	cr.Spec.ForProvider.Machines = v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: o}
+	cr.Spec.ForProvider.Machines = &v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: o}
 	return cr
 }
 

@@ -55,7 +55,7 @@ func newEtcdCluster(ns, name, version string, members int32) *v1alpha1.EtcdClust
 			ForProvider: v1alpha1.EtcdClusterParameters{
 				Version:               version,
 				Members:               members,
-				Machines:              v1alpha1.Machines{Type: v1alpha1.MachinesLocal},
+				Machines:              &v1alpha1.Machines{Type: v1alpha1.MachinesLocal},
 				ReplaceUnhealthyAfter: ptr.To(common.Duration("5s")),
 			},
 		},
@@ -660,13 +660,23 @@ func TestEtcdClusterAdmission(t *testing.T) {
 		})
 	}
 
+	version := func(v string) func(*v1alpha1.EtcdCluster) {
+		return func(cr *v1alpha1.EtcdCluster) { cr.Spec.ForProvider.Version = v }
+	}
 	updates := map[string]struct {
-		from, to, want string
+		from   string
+		change func(*v1alpha1.EtcdCluster)
+		want   string
 	}{
-		"Downgrade":       {from: etcdNew, to: etcdOld, want: "cannot be downgraded"},
-		"PatchDowngrade":  {from: etcdNew, to: "3.6.10", want: "cannot be downgraded"},
-		"TwoMinorJump":    {from: etcdOld, to: "3.7.3", want: "one minor version at a time"},
-		"NextMinorIsFine": {from: etcdOld, to: etcdNew},
+		"Downgrade":       {from: etcdNew, change: version(etcdOld), want: "cannot be downgraded"},
+		"PatchDowngrade":  {from: etcdNew, change: version("3.6.10"), want: "cannot be downgraded"},
+		"TwoMinorJump":    {from: etcdOld, change: version("3.7.3"), want: "one minor version at a time"},
+		"NextMinorIsFine": {from: etcdOld, change: version(etcdNew)},
+		// Machines taken from a ProviderConfig are written into the spec; they stay there.
+		"MachinesRemoved": {from: etcdNew, change: func(cr *v1alpha1.EtcdCluster) { cr.Spec.ForProvider.Machines = nil }, want: "machines cannot be removed"},
+		"MachinesMoved": {from: etcdNew, change: func(cr *v1alpha1.EtcdCluster) {
+			cr.Spec.ForProvider.Machines = &v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: &v1alpha1.OpenStackMachines{Flavor: "f", Image: "i", Subnet: ptr.To("s")}}
+		}, want: "machines.type is immutable"},
 	}
 	for name, tc := range updates {
 		t.Run(name, func(t *testing.T) {
@@ -679,14 +689,14 @@ func TestEtcdClusterAdmission(t *testing.T) {
 				if err := env.Kube.Get(harness.Ctx(t), client.ObjectKeyFromObject(cr), cr); err != nil {
 					return err
 				}
-				cr.Spec.ForProvider.Version = tc.to
+				tc.change(cr)
 				return env.Kube.Update(harness.Ctx(t), cr)
 			})
 			switch {
 			case tc.want == "" && err != nil:
-				t.Errorf("update %s to %s: %v", tc.from, tc.to, err)
+				t.Errorf("update: %v", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("update %s to %s: got %v, want an error saying %q", tc.from, tc.to, err, tc.want)
+				t.Errorf("update: got %v, want an error saying %q", err, tc.want)
 			}
 		})
 	}

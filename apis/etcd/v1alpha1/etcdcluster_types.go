@@ -47,13 +47,20 @@ type Machines struct {
 	// provider must run with --enable-local-machines; packaged deployments have it off).
 	// OpenStack: a Nova server per member, in the project of the resource's ProviderConfig.
 	// +kubebuilder:validation:Enum=Local;OpenStack
-	// +kubebuilder:default=Local
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="machines.type is immutable: members cannot move to another kind of machine"
 	Type MachineType `json:"type"`
 
 	// OpenStack says how members' servers are made (type OpenStack).
 	// +optional
 	OpenStack *OpenStackMachines `json:"openstack,omitempty"`
+}
+
+// MachineType is the type of the cluster's machines, empty while it names none.
+func (p *EtcdClusterParameters) MachineType() MachineType {
+	if p.Machines == nil {
+		return ""
+	}
+	return p.Machines.Type
 }
 
 // OpenStackMachines place members on Nova servers.
@@ -206,6 +213,7 @@ type Settings struct {
 }
 
 // EtcdClusterParameters are the configurable fields of an EtcdCluster.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.machines) || has(self.machines)",message="machines cannot be removed: members stay on the machines the cluster was made on"
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="restore is honoured only when the cluster is created: it cannot be added or removed later"
 // +kubebuilder:validation:XValidation:rule="!has(self.settings) || !has(self.settings.autoCompactionRetention) || has(self.settings.autoCompactionMode)",message="settings.autoCompactionRetention needs settings.autoCompactionMode (periodic or revision)"
 // +kubebuilder:validation:XValidation:rule="!has(self.settings) || !has(self.settings.autoCompactionMode) || self.settings.autoCompactionMode != 'revision' || !has(self.settings.autoCompactionRetention) || self.settings.autoCompactionRetention.matches('^[0-9]+$')",message="with autoCompactionMode revision, autoCompactionRetention is a number of revisions such as 10000"
@@ -226,9 +234,12 @@ type EtcdClusterParameters struct {
 	// +kubebuilder:default=3
 	Members int32 `json:"members"`
 
-	// Machines say where members run.
-	// +kubebuilder:default={type: Local}
-	Machines Machines `json:"machines"`
+	// Machines say where members run. Unset, the cluster runs on the machines its
+	// ProviderConfig's etcdMachines gives (the platform team's flavor, image and network),
+	// written here before the first member is made, so that a later change of the
+	// ProviderConfig moves no member. Once set, machines stay.
+	// +optional
+	Machines *Machines `json:"machines,omitempty"`
 
 	// TLS of peers and clients.
 	// +optional

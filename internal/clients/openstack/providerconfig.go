@@ -47,26 +47,65 @@ func NewConnector(kube client.Client, usage resource.ModernTracker, sessions *Se
 
 // Connect returns the Session of the managed resource's ProviderConfig.
 func (c *Connector) Connect(ctx context.Context, mg resource.ModernManaged) (*Session, error) {
-	ref := mg.GetProviderConfigReference()
-	if ref == nil {
+	if mg.GetProviderConfigReference() == nil {
 		return nil, errors.New(errNoProviderConfigRef)
 	}
 	if err := c.usage.Track(ctx, mg); err != nil {
 		return nil, errors.Wrap(err, errTrackUsage)
 	}
+	pc, err := getConfig(ctx, c.kube, mg)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := resource.CommonCredentialExtractor(ctx, pc.source, c.kube, pc.selectors)
+	if err != nil {
+		return nil, errors.Wrap(err, errGetCredentials)
+	}
 
-	var (
-		key      string
-		settings v1alpha1.CloudSettings
-		creds    []byte
-		trusted  bool
-		version  string
-	)
+	settings := pc.settings
+	var s3 S3Settings
+	if o := settings.ObjectStorage; o != nil {
+		s3 = S3Settings{Endpoint: o.Endpoint, Region: o.Region}
+	}
+	fp := Fingerprint([]byte(pc.version), []byte(settings.Cloud), []byte(settings.Region), []byte(s3.Endpoint), []byte(s3.Region), creds)
+	return c.sessions.Get(ctx, pc.key, fp, func() (*Cloud, error) {
+		cloud, err := ParseCredentials(creds, ParseOptions{Cloud: settings.Cloud, Region: settings.Region, AllowFiles: pc.trusted})
+		if err != nil {
+			return nil, err
+		}
+		cloud.S3 = s3
+		return cloud, nil
+	})
+}
+
+// CloudSettingsOf returns the settings of the config the managed resource references,
+// without reading its credentials.
+func CloudSettingsOf(ctx context.Context, kube client.Reader, mg resource.ModernManaged) (v1alpha1.CloudSettings, error) {
+	pc, err := getConfig(ctx, kube, mg)
+	return pc.settings, err
+}
+
+// config is what a ProviderConfig or a ClusterProviderConfig says, whichever is referenced.
+type config struct {
+	// key names the config in the session cache; version is its generation.
+	key, version string
+	settings     v1alpha1.CloudSettings
+	source       xpv2.CredentialsSource
+	selectors    xpv2.CommonCredentialSelectors
+	// trusted configs (the platform's) may read credentials from the provider's files.
+	trusted bool
+}
+
+func getConfig(ctx context.Context, kube client.Reader, mg resource.ModernManaged) (config, error) {
+	ref := mg.GetProviderConfigReference()
+	if ref == nil {
+		return config{}, errors.New(errNoProviderConfigRef)
+	}
 	switch ref.Kind {
 	case v1alpha1.ProviderConfigKind:
 		pc := &v1alpha1.ProviderConfig{}
-		if err := c.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
-			return nil, errors.Wrap(err, errGetProviderConfig)
+		if err := kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
+			return config{}, errors.Wrap(err, errGetProviderConfig)
 		}
 		cd := pc.Spec.Credentials
 		sel := xpv2.CommonCredentialSelectors{}
@@ -78,39 +117,21 @@ func (c *Connector) Connect(ctx context.Context, mg resource.ModernManaged) (*Se
 				Key:             cd.SecretRef.Key,
 			}
 		}
-		data, err := resource.CommonCredentialExtractor(ctx, cd.Source, c.kube, sel)
-		if err != nil {
-			return nil, errors.Wrap(err, errGetCredentials)
-		}
-		key = "ProviderConfig/" + pc.Namespace + "/" + pc.Name
-		settings, creds, version = pc.Spec.CloudSettings, data, strconv.FormatInt(pc.Generation, 10)
+		return config{
+			key: "ProviderConfig/" + pc.Namespace + "/" + pc.Name, version: strconv.FormatInt(pc.Generation, 10),
+			settings: pc.Spec.CloudSettings, source: cd.Source, selectors: sel,
+		}, nil
 	case v1alpha1.ClusterProviderConfigKind:
 		pc := &v1alpha1.ClusterProviderConfig{}
-		if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
-			return nil, errors.Wrap(err, errGetClusterConfig)
+		if err := kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
+			return config{}, errors.Wrap(err, errGetClusterConfig)
 		}
 		cd := pc.Spec.Credentials
-		data, err := resource.CommonCredentialExtractor(ctx, cd.Source, c.kube, cd.CommonCredentialSelectors)
-		if err != nil {
-			return nil, errors.Wrap(err, errGetCredentials)
-		}
-		key = "ClusterProviderConfig/" + pc.Name
-		settings, creds, version, trusted = pc.Spec.CloudSettings, data, strconv.FormatInt(pc.Generation, 10), true
+		return config{
+			key: "ClusterProviderConfig/" + pc.Name, version: strconv.FormatInt(pc.Generation, 10),
+			settings: pc.Spec.CloudSettings, source: cd.Source, selectors: cd.CommonCredentialSelectors, trusted: true,
+		}, nil
 	default:
-		return nil, errors.Errorf(errFmtUnknownKind, ref.Kind)
+		return config{}, errors.Errorf(errFmtUnknownKind, ref.Kind)
 	}
-
-	var s3 S3Settings
-	if o := settings.ObjectStorage; o != nil {
-		s3 = S3Settings{Endpoint: o.Endpoint, Region: o.Region}
-	}
-	fp := Fingerprint([]byte(version), []byte(settings.Cloud), []byte(settings.Region), []byte(s3.Endpoint), []byte(s3.Region), creds)
-	return c.sessions.Get(ctx, key, fp, func() (*Cloud, error) {
-		cloud, err := ParseCredentials(creds, ParseOptions{Cloud: settings.Cloud, Region: settings.Region, AllowFiles: trusted})
-		if err != nil {
-			return nil, err
-		}
-		cloud.S3 = s3
-		return cloud, nil
-	})
 }

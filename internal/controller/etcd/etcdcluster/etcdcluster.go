@@ -44,6 +44,9 @@ const (
 	errLocalDisabled = "spec.forProvider.machines.type is Local, but this provider runs without local machines " +
 		"(they are for development and tests: start the provider with --enable-local-machines)"
 	errFmtMachineType = "machines of type %q are not supported by this provider version"
+	errNoMachines     = "spec.forProvider.machines is not set, and the ProviderConfig gives no etcdMachines: " +
+		"name the machines, or ask the platform team to set etcdMachines in the ProviderConfig"
+	errConfigMachines = "cannot read the machines the ProviderConfig gives"
 	errListMachines   = "cannot list the cluster's machines"
 	errVersion        = "cannot use spec.forProvider.version"
 	errMachinesGone   = "every machine of this cluster is gone, and its data with it; delete this EtcdCluster and restore a backup into a new one"
@@ -168,9 +171,26 @@ type connector struct {
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdCluster) (managed.TypedExternalClient[*v1alpha1.EtcdCluster], error) {
+	if cr.Spec.ForProvider.Machines == nil {
+		// The ProviderConfig's machines, set in the spec here: crossplane-runtime writes the
+		// spec (with its create-pending annotation) before Create makes anything, so the
+		// cluster records what it was made on before the first member exists.
+		m, err := c.configuredMachines(ctx, cr)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			if !meta.WasDeleted(cr) {
+				return nil, errors.New(errNoMachines)
+			}
+			// Deleted before it ever had machines: nothing was made.
+			return &external{kube: c.kube, machines: unplaced{}, record: c.record, now: time.Now, sleep: machines.Sleep}, nil
+		}
+		cr.Spec.ForProvider.Machines = m
+	}
 	var backend machines.Machines
 	switch t := cr.Spec.ForProvider.Machines.Type; t {
-	case v1alpha1.MachinesLocal, "":
+	case v1alpha1.MachinesLocal:
 		if c.local == nil {
 			return nil, errors.New(errLocalDisabled)
 		}
@@ -185,6 +205,35 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdCluster) (mana
 	}
 	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, backups: c.backups, newObjects: c.newObjects, transfers: c.transfers, now: time.Now, sleep: machines.Sleep}, nil
 }
+
+// configuredMachines are the machines the cluster's ProviderConfig gives clusters that name
+// none, or nil.
+func (c *connector) configuredMachines(ctx context.Context, cr *v1alpha1.EtcdCluster) (*v1alpha1.Machines, error) {
+	s, err := openstack.CloudSettingsOf(ctx, c.kube, cr)
+	if err != nil {
+		return nil, errors.Wrap(err, errConfigMachines)
+	}
+	if s.EtcdMachines == nil {
+		return nil, nil
+	}
+	return &v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: s.EtcdMachines.OpenStack.DeepCopy()}, nil
+}
+
+// unplaced are the machines of a cluster that never had any: it names none, and its
+// ProviderConfig gives none, so nothing was made and nothing is to be deleted.
+type unplaced struct{}
+
+func (unplaced) Allocate(context.Context, string, string) (machines.Machine, error) {
+	return machines.Machine{}, errors.New(errNoMachines)
+}
+
+func (unplaced) Start(context.Context, string, string, machines.MemberConfig) (machines.Machine, error) {
+	return machines.Machine{}, errors.New(errNoMachines)
+}
+
+func (unplaced) Delete(context.Context, string, string) error { return nil }
+
+func (unplaced) List(context.Context, string) ([]machines.Machine, error) { return nil, nil }
 
 type external struct {
 	kube       client.Client
@@ -255,7 +304,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EtcdCluster) (manag
 		if bootstrapped && !meta.WasDeleted(cr) {
 			return managed.ExternalObservation{}, errors.New(errMachinesGone)
 		}
-		if meta.WasDeleted(cr) && cr.Spec.ForProvider.Machines.Type == v1alpha1.MachinesOpenStack {
+		if meta.WasDeleted(cr) && cr.Spec.ForProvider.MachineType() == v1alpha1.MachinesOpenStack {
 			// No machine, but the members' security group may be left (a cluster whose
 			// bootstrap never made a port): Delete removes it, and the cluster goes once
 			// it is gone from Neutron. An owner reference alone would leave it to a garbage
@@ -522,7 +571,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 	if len(ms) > 0 {
 		e.record.Event(cr, event.Normal(reasonDeletedMachines, fmt.Sprintf("Deleted %d machines and their data", len(ms))))
 	}
-	if cr.Spec.ForProvider.Machines.Type == v1alpha1.MachinesOpenStack {
+	if cr.Spec.ForProvider.MachineType() == v1alpha1.MachinesOpenStack {
 		if err := deleteMemberGroup(ctx, e.kube, cr); err != nil {
 			return managed.ExternalDelete{}, err
 		}

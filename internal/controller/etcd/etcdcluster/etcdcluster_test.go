@@ -23,7 +23,7 @@ func cluster(name string, p v1alpha1.EtcdClusterParameters) *v1alpha1.EtcdCluste
 
 func TestConnectRefusesLocalMachinesWhenDisabled(t *testing.T) {
 	c := &connector{}
-	_, err := c.Connect(context.Background(), cluster("a", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3, Machines: v1alpha1.Machines{Type: v1alpha1.MachinesLocal}}))
+	_, err := c.Connect(context.Background(), cluster("a", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3, Machines: &v1alpha1.Machines{Type: v1alpha1.MachinesLocal}}))
 	if err == nil || !strings.Contains(err.Error(), "--enable-local-machines") {
 		t.Errorf("Connect(...) = %v, want an error that says how to enable local machines", err)
 	}

@@ -160,7 +160,7 @@ func TestDeleteRemovesEveryMachineAndTheCA(t *testing.T) {
 
 func TestConnectRefusesUnknownMachineTypes(t *testing.T) {
 	c := &connector{local: &machineList{}}
-	cr := cluster("a", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 1, Machines: v1alpha1.Machines{Type: "Bare"}})
+	cr := cluster("a", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 1, Machines: &v1alpha1.Machines{Type: "Bare"}})
 	if _, err := c.Connect(context.Background(), cr); err == nil || !strings.Contains(err.Error(), `"Bare"`) {
 		t.Errorf("Connect() = %v, want an error naming the type", err)
 	}

@@ -126,8 +126,8 @@ func memberGroupRules(cr *v1alpha1.EtcdCluster, providerCIDRs []string) []netv1a
 	}
 	var cidrs []string
 	cidrs = append(cidrs, providerCIDRs...)
-	if o := cr.Spec.ForProvider.Machines.OpenStack; o != nil {
-		cidrs = append(cidrs, o.ClientCIDRs...)
+	if m := cr.Spec.ForProvider.Machines; m != nil && m.OpenStack != nil {
+		cidrs = append(cidrs, m.OpenStack.ClientCIDRs...)
 	}
 	slices.Sort(cidrs)
 	for _, cidr := range slices.Compact(cidrs) {

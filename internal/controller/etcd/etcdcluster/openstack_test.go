@@ -21,11 +21,12 @@ import (
 
 	"github.com/stackservices/provider-stackservices/apis/etcd/v1alpha1"
 	netv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	pcv1alpha1 "github.com/stackservices/provider-stackservices/apis/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/machines"
 )
 
 func openstackCluster() *v1alpha1.EtcdCluster {
-	cr := cluster("orders", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3, Machines: v1alpha1.Machines{
+	cr := cluster("orders", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3, Machines: &v1alpha1.Machines{
 		Type: v1alpha1.MachinesOpenStack, OpenStack: &v1alpha1.OpenStackMachines{Flavor: "f", Image: "i", Subnet: ptr.To("s"), ClientCIDRs: []string{"10.0.0.0/8"}},
 	}})
 	cr.SetUID("uid")
@@ -152,5 +153,87 @@ func TestDeletingAClusterThatNeverRan(t *testing.T) {
 	}
 	if o, err := e.Observe(ctx, cr); err != nil || o.ResourceExists {
 		t.Errorf("Observe() after Delete = %+v, %v; want the cluster gone with its group", o, err)
+	}
+}
+
+// TestConnectTakesTheConfigsMachines: a cluster that names no machines takes those its
+// ProviderConfig gives, in its spec (crossplane-runtime writes the spec before Create).
+func TestConnectTakesTheConfigsMachines(t *testing.T) {
+	given := pcv1alpha1.EtcdMachines{OpenStack: v1alpha1.OpenStackMachines{Flavor: "m1", Image: "debian", Network: ptr.To("etcd")}}
+	onServers := &v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: given.OpenStack.DeepCopy()}
+	local := &v1alpha1.Machines{Type: v1alpha1.MachinesLocal}
+	cpc := &pcv1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: pcv1alpha1.ClusterProviderConfigSpec{
+		CloudSettings: pcv1alpha1.CloudSettings{EtcdMachines: &given},
+	}}
+	bare := &pcv1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "bare"}}
+	pc := &pcv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: "ns"}, Spec: pcv1alpha1.ProviderConfigSpec{
+		CloudSettings: pcv1alpha1.CloudSettings{EtcdMachines: &given},
+	}}
+	cases := map[string]struct {
+		ref          xpv2.ProviderConfigReference
+		machines     *v1alpha1.Machines
+		deleted      bool
+		wantMachines *v1alpha1.Machines
+		// wantErr is part of Connect's error; empty, Connect succeeds.
+		wantErr string
+	}{
+		"ClusterProviderConfig": {
+			ref: xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"},
+			// Taken, then refused for the reason any cluster on servers would be here.
+			wantMachines: onServers, wantErr: "--etcd-provider-cidr",
+		},
+		"ProviderConfigOfTheNamespace": {
+			ref:          xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "team"},
+			wantMachines: onServers, wantErr: "--etcd-provider-cidr",
+		},
+		"NamedMachinesStay": {
+			ref: xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}, machines: local,
+			wantMachines: local, wantErr: "--enable-local-machines",
+		},
+		"NoneGiven": {
+			ref:     xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "bare"},
+			wantErr: errNoMachines,
+		},
+		"NoConfig": {
+			ref:     xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "missing"},
+			wantErr: errConfigMachines,
+		},
+		"NoneGivenAndDeleted": {
+			ref:     xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "bare"},
+			deleted: true,
+		},
+	}
+	s := kruntime.NewScheme()
+	if err := pcv1alpha1.SchemeBuilder.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cpc, bare, pc).Build()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cr := cluster("orders", v1alpha1.EtcdClusterParameters{Version: "3.6.16", Members: 3, Machines: tc.machines})
+			cr.Spec.ProviderConfigReference = &tc.ref
+			if tc.deleted {
+				cr.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+			}
+			c := &connector{kube: kube}
+			ext, err := c.Connect(context.Background(), cr)
+			if tc.wantErr == "" && err != nil {
+				t.Fatalf("Connect: %v", err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("Connect: %v, want an error with %q", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.wantMachines, cr.Spec.ForProvider.Machines); diff != "" {
+				t.Errorf("spec.forProvider.machines: -want, +got:\n%s", diff)
+			}
+			if !tc.deleted {
+				return
+			}
+			// Nothing was made: the deleted cluster is let go.
+			o, err := ext.Observe(context.Background(), cr)
+			if err != nil || o.ResourceExists {
+				t.Errorf("Observe: %+v, %v; want nothing to exist", o, err)
+			}
+		})
 	}
 }
