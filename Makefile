@@ -96,7 +96,7 @@ dev: ## OpenStack + Crossplane up, both packages installed, examples and claims 
 	cluster/dev.sh up
 
 .PHONY: dev-down
-dev-down: ## Stop what `make dev` started (data is kept).
+dev-down: ## Stop what `make dev` started (data is kept; `cluster/dev.sh down --purge` deletes it).
 	cluster/dev.sh down
 
 .PHONY: test-bed

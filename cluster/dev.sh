@@ -8,8 +8,13 @@
 #                              the package manager, the provider binary running as a local
 #                              process; credentials, every example managed resource and every
 #                              claim of examples/claims applied; waits until all are Ready
+#                              and Synced
 #   cluster/dev.sh down        stop all of it (data is kept, etcd members too: they start
 #                              again with the provider)
+#   cluster/dev.sh down --purge
+#                              delete the examples first (their servers, groups, buckets and
+#                              keys go from OpenStack), then stop and forget the Crossplane
+#                              stack, so that the next `up` starts from nothing
 #   cluster/dev.sh status
 #   cluster/dev.sh kubeconfig  print the path of the control plane's kubeconfig
 #
@@ -78,13 +83,14 @@ demo_server() {
 	log "demo server ${server}: node dev-web-1 (role=web), port on dev-net"
 }
 
-# wait_ready waits until every managed resource and every composite is Ready.
+# wait_ready waits until every managed resource and every composite is Ready and Synced (a
+# resource can stay Ready while its changes are refused).
 wait_ready() {
 	local deadline=$((SECONDS + READY_TIMEOUT)) pending kind
 	while :; do
 		pending=''
 		for kind in managed composite; do
-			pending+=$(kubectl_ get "${kind}" -A -o jsonpath='{range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -v '=True$' || true)
+			pending+=$(kubectl_ get "${kind}" -A -o jsonpath='{range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{.status.conditions[?(@.type=="Synced")].status}{"\n"}{end}' | grep -v '=TrueTrue$' || true)
 		done
 		[[ -z ${pending} ]] && return 0
 		if ((SECONDS > deadline)); then
@@ -115,8 +121,52 @@ cmd_up() {
 }
 
 cmd_down() {
-	RUN_DIR=${DEV_RUN} cluster/e2e.sh down
+	if [[ ${1:-} == --purge ]]; then
+		delete_examples
+		RUN_DIR=${DEV_RUN} cluster/e2e.sh down --purge
+	else
+		RUN_DIR=${DEV_RUN} cluster/e2e.sh down
+	fi
 	cluster/openstack.sh down
+}
+
+# names KIND prints NAMESPACE/NAME of every object of the kind.
+names() { kubectl_ get "$1" -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}{" "}{end}'; }
+
+# delete_examples deletes what `up` applied, composites first, and waits until every managed
+# resource is gone (so is what it made in OpenStack). Nothing to do when the stack is down.
+delete_examples() {
+	RUN_DIR=${DEV_RUN} cluster/e2e.sh status >/dev/null 2>&1 || return 0
+	log "deleting the examples, their buckets and the objects in them"
+	local d b deadline=$((SECONDS + READY_TIMEOUT))
+	# A bucket that holds objects is deleted only when asked to delete them too, and an
+	# ObjectBucket keeps its bucket unless its deletionPolicy says Delete (an EtcdDatabase always
+	# keeps its backups: the next `up` takes them back). adoptExisting: a bucket kept by an earlier
+	# stack is deleted too.
+	for b in $(names objectbuckets.platform.stackservices.io); do
+		kubectl_ -n "${b%%/*}" patch objectbuckets.platform.stackservices.io "${b#*/}" --type=merge \
+			-p '{"spec":{"deletionPolicy":"Delete","forceDestroy":true,"adoptExisting":true}}' >/dev/null
+		until [[ $(kubectl_ -n "${b%%/*}" get buckets.objectstorage.m.stackservices.io -l "crossplane.io/composite=${b#*/}" \
+			-o jsonpath='{.items[*].spec.managementPolicies[*]}{.items[*].spec.forProvider.forceDestroy}') == '*true' ]]; do
+			((SECONDS < deadline)) || die "the composition did not pass deletionPolicy Delete on to ${b}'s bucket"
+			sleep 1
+		done
+	done
+	for b in $(names buckets.objectstorage.m.stackservices.io); do
+		kubectl_ -n "${b%%/*}" patch buckets.objectstorage.m.stackservices.io "${b#*/}" --type=merge \
+			-p '{"spec":{"forProvider":{"forceDestroy":true}}}' >/dev/null
+	done
+	# Composites first, then the backups (they need their bucket's keys to delete their
+	# objects), then the rest.
+	kubectl_ delete --ignore-not-found --timeout="${READY_TIMEOUT}s" -f examples/claims >/dev/null
+	kubectl_ delete --ignore-not-found --timeout="${READY_TIMEOUT}s" -A --all etcdbackups.etcd.m.stackservices.io >/dev/null
+	for d in etcd objectstorage network; do
+		kubectl_ delete --ignore-not-found --wait=false -f "examples/${d}" >/dev/null
+	done
+	until [[ -z $(kubectl_ get managed,composite -A -o name) ]]; do
+		((SECONDS < deadline)) || die "not deleted after ${READY_TIMEOUT}s: $(kubectl_ get managed,composite -A -o name | tr '\n' ' ')"
+		sleep 2
+	done
 }
 
 cmd_status() {
@@ -127,7 +177,7 @@ cmd_status() {
 cd "${REPO_ROOT}"
 case "${1:-}" in
 up) cmd_up ;;
-down) cmd_down ;;
+down) cmd_down "${2:-}" ;;
 status) cmd_status ;;
 kubeconfig) kubeconfig ;;
 *)
