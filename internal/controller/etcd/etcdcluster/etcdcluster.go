@@ -103,6 +103,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			providerCIDRs:    o.EtcdProviderCIDRs,
 			releaseChecksums: o.EtcdReleaseChecksums,
 			newCluster:       etcdclient.New,
+			connections:      newConnections(etcdclient.New),
 			record:           managedcontroller.Recorder(mgr, Kind),
 			backups:          b,
 			newObjects:       newObjects,
@@ -164,6 +165,7 @@ type connector struct {
 	// releaseChecksums vouch for the etcd releases servers download (--etcd-release-checksums).
 	releaseChecksums osmachines.Checksums
 	newCluster       clusterFactory
+	connections      *connections
 	record           event.Recorder
 	backups          *backups
 	newObjects       func(s3.Config) (s3.Objects, error)
@@ -203,7 +205,7 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdCluster) (mana
 	default:
 		return nil, errors.Errorf(errFmtMachineType, t)
 	}
-	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, record: c.record, backups: c.backups, newObjects: c.newObjects, transfers: c.transfers, now: time.Now, sleep: machines.Sleep}, nil
+	return &external{kube: c.kube, machines: backend, newCluster: c.newCluster, connections: c.connections, record: c.record, backups: c.backups, newObjects: c.newObjects, transfers: c.transfers, now: time.Now, sleep: machines.Sleep}, nil
 }
 
 // configuredMachines are the machines the cluster's ProviderConfig gives clusters that name
@@ -239,9 +241,12 @@ type external struct {
 	kube       client.Client
 	machines   machines.Machines
 	newCluster clusterFactory
-	record     event.Recorder
-	backups    *backups
-	newObjects func(s3.Config) (s3.Objects, error)
+	// connections keep clients of clusters between reconciles; nil, each reconcile opens its
+	// own and Disconnect closes them.
+	connections *connections
+	record      event.Recorder
+	backups     *backups
+	newObjects  func(s3.Config) (s3.Objects, error)
 	// transfers gives a restore its turn to stream the backup into the new members.
 	transfers *transfers.Limiter
 	now       func() time.Time
@@ -558,6 +563,9 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.EtcdCluster) (manage
 	// The backups stay in their bucket: they are what a new cluster restores from.
 	if e.backups != nil {
 		e.backups.forget(cr.GetUID())
+	}
+	if e.connections != nil {
+		e.connections.forget(cr.GetUID())
 	}
 	ms, err := e.machines.List(ctx, clusterKey(cr))
 	if err != nil {

@@ -58,20 +58,19 @@ func (e *external) observe(ctx context.Context, cr *v1alpha1.EtcdCluster, s sett
 	if len(endpoints) == 0 {
 		return nil, errors.New(errNothingRuns)
 	}
-	tlsCfg, err := a.TLSConfig()
-	if err != nil {
-		return nil, err
-	}
-	cl, err := e.newCluster(ctx, endpoints, tlsCfg)
+	cl, err := e.connect(ctx, cr, endpoints, a)
 	if err != nil {
 		return nil, errors.Wrap(err, errConnectCluster)
 	}
-	e.opened = append(e.opened, cl)
 
 	mctx, cancel := context.WithTimeout(ctx, membersTimeout)
 	defer cancel()
 	id, raw, err := cl.Members(mctx)
 	if err != nil {
+		if e.connections != nil {
+			// The next reconcile dials anew rather than waiting on this client's retries.
+			e.connections.forget(cr.GetUID())
+		}
 		return nil, errors.Wrapf(err, errFmtMembers, len(endpoints), len(ms))
 	}
 	o := &observation{cluster: cl, clusterID: id, raw: raw}
@@ -82,6 +81,24 @@ func (e *external) observe(ctx context.Context, cr *v1alpha1.EtcdCluster, s sett
 	d.Healing = cr.Status.AtProvider.Phase == v1alpha1.PhaseHealing
 	o.next = etcd.Next(d, etcd.Observed{Members: o.planMembers(), Leader: o.leader, Now: e.now()})
 	return o, nil
+}
+
+// connect returns a client of the cluster's members: the one kept for the cluster when the
+// provider keeps connections, or one of this reconcile's own, which Disconnect closes.
+func (e *external) connect(ctx context.Context, cr *v1alpha1.EtcdCluster, endpoints []string, a *authority.Authority) (etcdclient.Cluster, error) {
+	if e.connections != nil {
+		return e.connections.get(ctx, cr.GetUID(), endpoints, fingerprint(a.CA.CertPEM, a.Client.CertPEM), a.TLSConfig)
+	}
+	tlsCfg, err := a.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := e.newCluster(ctx, endpoints, tlsCfg)
+	if err != nil {
+		return nil, err
+	}
+	e.opened = append(e.opened, cl)
+	return cl, nil
 }
 
 // join matches membership entries and machines by peer URL, and asks every running member
