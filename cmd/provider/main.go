@@ -39,6 +39,7 @@ import (
 
 	"github.com/stackservices/provider-stackservices/apis"
 	"github.com/stackservices/provider-stackservices/apis/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/clients/httpmetrics"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 	providercontroller "github.com/stackservices/provider-stackservices/internal/controller"
 	"github.com/stackservices/provider-stackservices/internal/controller/managedcontroller"
@@ -121,6 +122,8 @@ func main() {
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	metrics.Registry.MustRegister(mrMetrics)
 	metrics.Registry.MustRegister(stateMetrics)
+	// Every request to OpenStack and S3, by operation: what the provider costs the cloud.
+	backendMetrics := httpmetrics.New(metrics.Registry)
 
 	o := managedcontroller.Options{
 		Options: controller.Options{
@@ -139,10 +142,14 @@ func main() {
 		},
 		PollJitter:        *pollJitter,
 		Transfers:         transfers.New(transfers.InReconcile),
+		WrapTransport:     backendMetrics.Wrap(httpmetrics.S3),
 		EtcdProviderCIDRs: *etcdProviderCIDRs,
 		OpenStack: openstack.NewConnector(mgr.GetClient(),
 			resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
-			openstack.NewSessionCache(openstack.SessionOptions{UserAgent: "provider-stackservices/" + version.Version})),
+			openstack.NewSessionCache(openstack.SessionOptions{
+				UserAgent:     "provider-stackservices/" + version.Version,
+				WrapTransport: backendMetrics.Wrap(httpmetrics.OpenStack),
+			})),
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
 	if *etcdChecksums != "" {

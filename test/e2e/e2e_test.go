@@ -9,6 +9,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -207,6 +209,29 @@ func (e *env) deleteComposite(t *testing.T, xr *unstructured.Unstructured) {
 	})
 }
 
+// providerMetrics reads the provider's /metrics.
+func providerMetrics(t *testing.T) string {
+	t.Helper()
+	port := os.Getenv("PROVIDER_METRICS_PORT")
+	if port == "" {
+		t.Fatal("PROVIDER_METRICS_PORT is not set (cluster/e2e.sh env)")
+	}
+	req, err := http.NewRequestWithContext(harness.Ctx(t), http.MethodGet, "http://127.0.0.1:"+port+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close() //nolint:errcheck // Read to the end.
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(b)
+}
+
 func (e *env) setUp(t *testing.T) {
 	t.Helper()
 	ctx := harness.Ctx(t)
@@ -329,6 +354,18 @@ func TestObjectBucket(t *testing.T) {
 	xr := e.apply(t, repo("examples", "claims", "objectbucket.yaml"))[0]
 	xr = e.waitReady(t, xr, 3*time.Minute)
 	t.Logf("ObjectBucket: xr apply to Ready in %s", time.Since(start).Round(100*time.Millisecond))
+
+	// The provider counted what it asked of Keystone (the Contract's keys) and of S3 (the
+	// bucket), by operation, without the bucket's name.
+	metrics := providerMetrics(t)
+	for _, want := range []string{
+		`stackservices_backend_requests_total{backend="openstack",code="201",operation="POST /v3/credentials"}`,
+		`stackservices_backend_requests_total{backend="s3",code="200",operation="PUT /{bucket}"}`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("the provider's /metrics has no %s", want)
+		}
+	}
 
 	sec := &corev1.Secret{}
 	harness.Eventually(t, time.Minute, "the app's Secret", func() error {

@@ -25,7 +25,8 @@ const (
 
 // SessionOptions tune how sessions talk to OpenStack.
 type SessionOptions struct {
-	// WrapTransport, when set, wraps the transport of every session; tests count calls with it.
+	// WrapTransport, when set, wraps the transport of every session: the provider counts its
+	// requests with it (httpmetrics), tests theirs.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// UserAgent is prepended to gophercloud's.
 	UserAgent string

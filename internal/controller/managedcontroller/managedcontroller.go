@@ -53,8 +53,9 @@ type Options struct {
 	// etcdReleaseURL is refused.
 	EtcdReleaseChecksums osmachines.Checksums
 
-	// WrapTransport, when set, wraps the HTTP transport of the S3 clients; tests count calls
-	// with it. (OpenStack sessions take theirs from the session cache's options.)
+	// WrapTransport, when set, wraps the HTTP transport of the S3 clients: the provider counts
+	// its requests with it (httpmetrics), tests theirs. (OpenStack sessions take theirs from
+	// the session cache's options.)
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 
 	// Transfers bounds the snapshots reconciles stream, over every controller that does (see
