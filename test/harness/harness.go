@@ -582,6 +582,20 @@ func (l *RequestLog) add(s, token string) {
 	l.tokens = append(l.tokens, token)
 }
 
+// OfToken returns the requests recorded after the first n that carried the token: those of
+// one session.
+func (l *RequestLog) OfToken(n int, token string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for i := n; i < len(l.all); i++ {
+		if l.tokens[i] == token {
+			out = append(out, l.all[i])
+		}
+	}
+	return out
+}
+
 // Since returns the requests recorded after the first n, and the new n.
 func (l *RequestLog) Since(n int) ([]string, int) {
 	l.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -599,54 +600,90 @@ func TestSessionIsReusedAcrossReconciles(t *testing.T) {
 	}
 }
 
-// TestSecurityGroupSteadyStateCostsOneGET checks that a poll of a group that is in sync makes
-// exactly one Neutron call: the GET that returns the group with its rules.
-func TestSecurityGroupSteadyStateCostsOneGET(t *testing.T) {
+// TestSecurityGroupSteadyStateCostsConstantCalls checks that polling groups that are in sync
+// costs a number of Neutron calls independent of how many there are: the groups of one
+// ProviderConfig are observed from one list of the project's groups (rules included), made
+// again when it is older than half a poll, and a poll makes no write.
+func TestSecurityGroupSteadyStateCostsConstantCalls(t *testing.T) {
 	t.Parallel()
+	lists := map[int]int{}
+	var mu sync.Mutex
+	sizes := []int{2, 12}
+	// Both sizes at once, over windows of the same length; Run returns when both are done.
+	t.Run("Sizes", func(t *testing.T) {
+		for _, n := range sizes {
+			t.Run(fmt.Sprintf("Groups%d", n), func(t *testing.T) {
+				t.Parallel()
+				got := steadyStateCalls(t, n)
+				mu.Lock()
+				lists[n] = got
+				mu.Unlock()
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	if small, large := lists[sizes[0]], lists[sizes[1]]; large > small+2 {
+		t.Errorf("lists of the project's groups over the same window: %d for %d groups, %d for %d: want the same, give or take a poll's two", small, sizes[0], large, sizes[1])
+	}
+}
+
+// steadyStateCalls makes n groups with 5 rules in a namespace of their own (so a session of
+// their own), waits until they are Ready and settled, and counts that session's Neutron calls
+// over a few polls. It returns the number of lists.
+func steadyStateCalls(t *testing.T, n int) int {
 	ctx := harness.Ctx(t)
 	ns := newNamespace(t)
-
-	rs := make([]v1alpha1.SecurityGroupRule, 0, 20)
-	for p := int32(8000); p < 8020; p++ {
+	rs := make([]v1alpha1.SecurityGroupRule, 0, 5)
+	for p := int32(8000); p < 8005; p++ {
 		rs = append(rs, rule("ingress", "IPv4", "tcp", p, p, "10.0.0.0/8"))
 	}
-	cr := newSecurityGroup(ns, "steady", v1alpha1.SecurityGroupParameters{Rules: rs})
-	if err := env.Kube.Create(ctx, cr); err != nil {
-		t.Fatal(err)
+	ids := make([]string, 0, n)
+	for i := range n {
+		cr := newSecurityGroup(ns, fmt.Sprintf("steady-%d", i), v1alpha1.SecurityGroupParameters{Rules: rs})
+		if err := env.Kube.Create(ctx, cr); err != nil {
+			t.Fatal(err)
+		}
 	}
-	key := client.ObjectKeyFromObject(cr)
-	id := meta.GetExternalName(waitForReady(t, key))
+	for i := range n {
+		ids = append(ids, meta.GetExternalName(waitForReady(t, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("steady-%d", i)})))
+	}
+	// The token of this namespace's session: other tests' sessions call Neutron meanwhile.
+	token := env.Requests.TokenOf(ids[0])
+	if token == "" {
+		t.Fatal("no request for the group carried a token")
+	}
 
 	// Let the reconciles that follow creation settle, then watch a few polls.
-	time.Sleep(2 * poll)
+	time.Sleep(3 * poll)
 	_, mark := env.Requests.Since(0)
 	const window = 5 * poll
 	time.Sleep(window)
-	reqs, _ := env.Requests.Since(mark)
-	var mine []string
-	for _, r := range reqs {
-		if strings.Contains(r, id) {
-			mine = append(mine, r)
+	lists, other := 0, []string{}
+	for _, r := range env.Requests.OfToken(mark, token) {
+		if r == "GET /v2.0/security-groups" {
+			lists++
+			continue
 		}
+		other = append(other, r)
 	}
 	polls := int(window / poll)
-	gets := 0
-	for _, r := range mine {
-		if r != "GET /v2.0/security-groups/"+id {
-			t.Errorf("a steady-state poll made a call other than the group GET: %s", r)
+	t.Logf("%d groups of 5 rules in sync, %d polls: %d lists of the project's groups and %v", n, polls, lists, other)
+	if len(other) > 0 {
+		t.Errorf("%d groups in sync made calls other than the list in %d polls: %v", n, polls, other)
+	}
+	// At most two lists a poll (the listing may be half a poll old), and at least one.
+	if lists < polls-1 || lists > 2*polls+1 {
+		t.Errorf("%d groups in sync, %d polls: %d lists, want between %d and %d", n, polls, lists, polls-1, 2*polls+1)
+	}
+	for i, id := range ids {
+		if err := env.Kube.Delete(ctx, get(t, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("steady-%d", i)})); err != nil {
+			t.Fatal(err)
 		}
-		gets++
+		waitForNeutronGone(t, id)
 	}
-	// Jitter-free polls every 2s: about one GET per poll, never more than one per poll and a spare.
-	if gets < polls-2 || gets > polls+1 {
-		t.Errorf("GETs of the group over %s (%d polls): got %d, want about %d", window, polls, gets, polls)
-	}
-	t.Logf("steady state: %d Neutron calls over %d polls of a group with %d rules: %v", len(mine), polls, len(rs)+2, mine)
-
-	if err := env.Kube.Delete(ctx, get(t, key)); err != nil {
-		t.Fatal(err)
-	}
-	waitForNeutronGone(t, id)
+	return lists
 }
 
 // TestSessionReauthenticatesWhenTheTokenIsRevoked checks that a cached session survives the

@@ -62,8 +62,11 @@ type keystone struct {
 
 var _ EC2Credentials = &keystone{}
 
-func (k *keystone) WhoAmI() (string, string, error) {
-	r, ok := k.provider.GetAuthResult().(tokens.CreateResult)
+func (k *keystone) WhoAmI() (string, string, error) { return whoAmI(k.provider) }
+
+// whoAmI returns the user and project the provider client authenticated as.
+func whoAmI(provider *gophercloud.ProviderClient) (string, string, error) {
+	r, ok := provider.GetAuthResult().(tokens.CreateResult)
 	if !ok {
 		return "", "", errors.New(errWhoAmI)
 	}

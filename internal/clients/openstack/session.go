@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -40,6 +41,9 @@ type Session struct {
 	network    *gophercloud.ServiceClient
 	extensions *extensionCache
 	s3         S3Settings
+
+	listingOnce sync.Once
+	listing     *GroupListing
 }
 
 // S3Settings locate the S3 API when the catalog is not enough.
@@ -83,6 +87,25 @@ func (s *Session) SecurityGroups() SecurityGroups { return s.neutron() }
 func (s *Session) Ports() Ports { return s.neutron() }
 
 func (s *Session) neutron() *neutron { return &neutron{c: s.network, extensions: s.extensions} }
+
+// GroupListing returns the session's listing of its project's security groups, made on the
+// first call with maxAge (the callers of one session share it, so they share their lists).
+func (s *Session) GroupListing(maxAge time.Duration) *GroupListing {
+	s.listingOnce.Do(func() {
+		n := s.neutron()
+		q := url.Values{}
+		if _, project, err := whoAmI(s.provider); err == nil {
+			// An admin's token sees every project's groups: list only the project's own.
+			q.Set("project_id", project)
+		}
+		s.listing = NewGroupListing(maxAge,
+			func(ctx context.Context) ([]SecurityGroup, error) {
+				return n.listSecurityGroups(ctx, q, func(SecurityGroup) bool { return true })
+			},
+			n.GetSecurityGroup)
+	})
+	return s.listing
+}
 
 // Networks returns the session's Neutron API for members' ports.
 func (s *Session) Networks() Networks { return s.neutron() }

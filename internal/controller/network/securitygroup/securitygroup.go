@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -70,6 +71,9 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 		managedcontroller.WithExternalConnector[*v1alpha1.SecurityGroup](&connector{
 			openstack: o.OpenStack,
 			record:    managedcontroller.Recorder(mgr, Kind),
+			// Half a poll: each poll of a group sees Neutron as it was at most half a poll
+			// earlier, for two lists of the project's groups per poll whatever their number.
+			listingAge: o.PollInterval / 2,
 		}),
 		// The UUID comes from Neutron in Create; the tag that carries the resource's UID lets
 		// Observe adopt a group whose UUID was lost in a crash, so a retry is safe.
@@ -91,6 +95,9 @@ func SetupGated(mgr ctrl.Manager, o managedcontroller.Options) error {
 type connector struct {
 	openstack openstack.SessionConnector
 	record    event.Recorder
+	// listingAge is how old the session's listing of groups may be when a group is observed
+	// from it; zero, every observation GETs its group.
+	listingAge time.Duration
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.TypedExternalClient[*v1alpha1.SecurityGroup], error) {
@@ -98,7 +105,17 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (ma
 	if err != nil {
 		return nil, errors.Wrap(err, errConnect)
 	}
-	return &external{groups: s.SecurityGroups(), ports: s.Ports(), record: c.record}, nil
+	e := &external{groups: s.SecurityGroups(), ports: s.Ports(), record: c.record}
+	if c.listingAge > 0 {
+		e.listing = s.GroupListing(c.listingAge)
+	}
+	return e, nil
+}
+
+// groupListing serves observations from one list of the project's groups.
+type groupListing interface {
+	Observe(ctx context.Context, id string) (*openstack.SecurityGroup, error)
+	Wrote(id string)
 }
 
 // portsInUse is all this controller needs of the port API: who uses a group it cannot delete.
@@ -111,6 +128,23 @@ type external struct {
 	groups openstack.SecurityGroups
 	ports  portsInUse
 	record event.Recorder
+	// listing, when set, serves Observe; Create, Update and Delete tell it what they wrote.
+	listing groupListing
+}
+
+// observe reads the group for Observe: from the listing when there is one.
+func (e *external) observe(ctx context.Context, id string) (*openstack.SecurityGroup, error) {
+	if e.listing != nil {
+		return e.listing.Observe(ctx, id)
+	}
+	return e.groups.GetSecurityGroup(ctx, id)
+}
+
+// wrote tells the listing that the group was just written.
+func (e *external) wrote(id string) {
+	if e.listing != nil && id != "" {
+		e.listing.Wrote(id)
+	}
 }
 
 func identityTag(cr *v1alpha1.SecurityGroup) string { return identityTagPrefix + string(cr.GetUID()) }
@@ -130,7 +164,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 		e.record.Event(cr, event.Normal(reasonAdopted, fmt.Sprintf("Adopted security group %s, which an earlier attempt created for this resource", found.ID)))
 		sg, adopted = found, true
 	} else {
-		got, err := e.groups.GetSecurityGroup(ctx, id)
+		got, err := e.observe(ctx, id)
 		if openstack.IsNotFound(err) {
 			return managed.ExternalObservation{ResourceExists: false}, nil
 		}
@@ -206,6 +240,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.SecurityGroup) (mana
 	if sg != nil {
 		// Recorded even when tagging failed: the reconciler persists it with the error.
 		meta.SetExternalName(cr, sg.ID)
+		defer e.wrote(sg.ID)
 	}
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreateSecurityGrp)
@@ -215,6 +250,8 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.SecurityGroup) (mana
 }
 
 func (e *external) Update(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalUpdate, error) {
+	// Decided on a fresh read, never on the listing.
+	defer e.wrote(meta.GetExternalName(cr))
 	sg, err := e.groups.GetSecurityGroup(ctx, meta.GetExternalName(cr))
 	if err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, errGetSecurityGroup)
@@ -304,6 +341,7 @@ func unresolvedMessage(cr *v1alpha1.SecurityGroup, unresolved []int) string {
 
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalDelete, error) {
 	id := meta.GetExternalName(cr)
+	defer e.wrote(id)
 	err := e.groups.DeleteSecurityGroup(ctx, id)
 	switch {
 	case err == nil, openstack.IsNotFound(err):
