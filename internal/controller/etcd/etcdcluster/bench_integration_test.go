@@ -21,6 +21,7 @@ import (
 	"github.com/stackservices/provider-stackservices/internal/controller/etcd/authority"
 	"github.com/stackservices/provider-stackservices/internal/machines"
 	"github.com/stackservices/provider-stackservices/internal/machines/local"
+	"github.com/stackservices/provider-stackservices/test/bench"
 )
 
 // BenchmarkObserve measures one steady-state Observe of a real 3-member cluster (local
@@ -100,23 +101,13 @@ func BenchmarkObserve(b *testing.B) {
 	for name, kept := range map[string]*connections{"KeptConnections": newConnections(etcdclient.New), "NewConnections": nil} {
 		b.Run(name, func(b *testing.B) {
 			e.connections = kept
-			var tFloor, tObserve time.Duration
-			b.ReportAllocs()
-			for b.Loop() {
-				t0 := time.Now()
-				floor()
-				t1 := time.Now()
+			bench.AgainstFloor(b, "observe", floor, func() {
 				if _, err := e.Observe(ctx, cr); err != nil {
 					b.Fatal(err)
 				}
 				// What the reconciler does after every reconcile.
 				_ = e.Disconnect(ctx)
-				tObserve += time.Since(t1)
-				tFloor += t1.Sub(t0)
-			}
-			b.ReportMetric(float64(tFloor.Nanoseconds())/float64(b.N), "floor-ns/op")
-			b.ReportMetric(float64(tObserve.Nanoseconds())/float64(b.N), "observe-ns/op")
-			b.ReportMetric(float64(tObserve)/float64(tFloor), "observe/floor")
+			})
 			if kept != nil {
 				kept.forget(cr.GetUID())
 			}

@@ -2,9 +2,7 @@ package etcdcluster
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"strings"
 	"sync"
 	"time"
@@ -104,14 +102,4 @@ func closeAll(cs []etcdclient.Cluster) {
 // machines, which the backends sort by name.
 func connectionKey(endpoints []string, credentials string) string {
 	return strings.Join(endpoints, ",") + "|" + credentials
-}
-
-// fingerprint names certificates by their SHA-256, so that the key holds no secret.
-func fingerprint(pems ...[]byte) string {
-	h := sha256.New()
-	for _, p := range pems {
-		_, _ = h.Write(p)
-		_, _ = h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }

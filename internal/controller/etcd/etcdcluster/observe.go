@@ -3,6 +3,8 @@ package etcdcluster
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,7 +89,10 @@ func (e *external) observe(ctx context.Context, cr *v1alpha1.EtcdCluster, s sett
 // provider keeps connections, or one of this reconcile's own, which Disconnect closes.
 func (e *external) connect(ctx context.Context, cr *v1alpha1.EtcdCluster, endpoints []string, a *authority.Authority) (etcdclient.Cluster, error) {
 	if e.connections != nil {
-		return e.connections.get(ctx, cr.GetUID(), endpoints, fingerprint(a.CA.CertPEM, a.Client.CertPEM), a.TLSConfig)
+		// The certificates by their hash: the key of a kept client holds no secret. (PEM
+		// blocks end with their END line, so the concatenation is unambiguous.)
+		sum := sha256.Sum256(slices.Concat(a.CA.CertPEM, a.Client.CertPEM))
+		return e.connections.get(ctx, cr.GetUID(), endpoints, hex.EncodeToString(sum[:]), a.TLSConfig)
 	}
 	tlsCfg, err := a.TLSConfig()
 	if err != nil {

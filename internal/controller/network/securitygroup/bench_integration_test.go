@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
+	"github.com/stackservices/provider-stackservices/test/bench"
 )
 
 // BenchmarkObserve measures one steady-state Observe of a group with many rules against the
@@ -84,22 +84,11 @@ func benchmarkObserve(b *testing.B, n int) {
 		_ = rsp.Body.Close()
 	}
 
-	var tFloor, tObserve time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		t0 := time.Now()
-		floor()
-		t1 := time.Now()
+	bench.AgainstFloor(b, "observe", floor, func() {
 		if _, err := e.Observe(ctx, cr); err != nil {
 			b.Fatal(err)
 		}
-		tObserve += time.Since(t1)
-		tFloor += t1.Sub(t0)
-	}
-	b.ReportMetric(float64(tFloor.Nanoseconds())/float64(b.N), "floor-ns/op")
-	b.ReportMetric(float64(tObserve.Nanoseconds())/float64(b.N), "observe-ns/op")
-	b.ReportMetric(float64(tObserve)/float64(tFloor), "observe/floor")
+	})
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
