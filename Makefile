@@ -112,6 +112,12 @@ bench: ## Benchmarks against the real servers; ratios to a floor measured in the
 	source "$$(cluster/openstack.sh env)" && ETCD_BINARIES_DIR=$$(dirname "$$(cluster/tools.sh path etcd@v3.6.16)") \
 		go test -tags integration -run '^$$' -bench Observe -benchtime 50x ./internal/...
 	$(MAKE) bench-backup BENCH_BACKUP_MIB=64 BENCH_BACKUP_TIMES=3x
+	$(MAKE) bench-scale
+
+.PHONY: bench-scale
+bench-scale: ## SecurityGroups at scale (BENCH_SCALE_N, default 100,1000) against the floor: _output/bench/scale.json.
+	cluster/tools.sh kube
+	cluster/bench-scale.sh
 
 .PHONY: bench-backup
 bench-backup: ## An etcd backup and restore (1 GiB unless BENCH_BACKUP_MIB says) next to etcdctl/etcdutl and a plain upload/download.

@@ -212,9 +212,9 @@ func (e *env) deleteComposite(t *testing.T, xr *unstructured.Unstructured) {
 // providerMetrics reads the provider's /metrics.
 func providerMetrics(t *testing.T) string {
 	t.Helper()
-	port := os.Getenv("PROVIDER_METRICS_PORT")
+	port := os.Getenv("E2E_PROVIDER_METRICS_PORT")
 	if port == "" {
-		t.Fatal("PROVIDER_METRICS_PORT is not set (cluster/e2e.sh env)")
+		t.Fatal("E2E_PROVIDER_METRICS_PORT is not set (cluster/e2e.sh env)")
 	}
 	req, err := http.NewRequestWithContext(harness.Ctx(t), http.MethodGet, "http://127.0.0.1:"+port+"/metrics", nil)
 	if err != nil {

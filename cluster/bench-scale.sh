@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# cluster/bench-scale.sh: the scale benchmark behind `make bench-scale` (part of `make bench`).
+#
+# Runs test/scale: the provider binary built from this tree against a control plane of its own
+# ($RUN_DIR/bench, cluster/kube.sh) with the provider's CRDs, and the test bed's Neutron
+# (cluster/openstack.sh up), for each N of BENCH_SCALE_N (default 100,1000) SecurityGroups of 5
+# rules, next to the floor. Writes _output/bench/scale.json and docs/benchmarks-securitygroups.svg.
+# Its control plane is stopped and deleted at the end; the test bed stays up.
+#
+# Environment: RUN_DIR, BENCH_SCALE_N, BENCH_SCALE_CONCURRENCY (default 10), BENCH_SCALE_POLL
+# (default 30s).
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${REPO_ROOT}"
+RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
+BENCH_RUN=${RUN_DIR}/bench
+
+log() { printf 'bench-scale.sh: %s\n' "$*" >&2; }
+
+cleanup() {
+	local rc=$?
+	RUN_DIR=${BENCH_RUN} cluster/kube.sh down --purge >/dev/null 2>&1 || true
+	exit "${rc}"
+}
+trap cleanup EXIT
+
+cluster/openstack.sh up
+RUN_DIR=${BENCH_RUN} cluster/kube.sh up
+KUBECONFIG=$(RUN_DIR=${BENCH_RUN} cluster/kube.sh kubeconfig)
+export KUBECONFIG
+"$(cluster/tools.sh path kube)/kubectl" apply --server-side -f package/crds >/dev/null
+"$(cluster/tools.sh path kube)/kubectl" wait --for=condition=Established --timeout=60s -f package/crds >/dev/null
+
+mkdir -p _output/bench
+log "building the provider"
+go build -o _output/bench/provider ./cmd/provider
+# shellcheck disable=SC1090
+source "$(cluster/openstack.sh env)"
+go run ./test/scale -provider _output/bench/provider -n "${BENCH_SCALE_N:-100,1000}" \
+	-concurrency "${BENCH_SCALE_CONCURRENCY:-10}" -poll "${BENCH_SCALE_POLL:-30s}" \
+	-out _output/bench/scale.json -svg docs/benchmarks-securitygroups.svg

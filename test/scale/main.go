@@ -1,0 +1,613 @@
+// Command scale measures the provider at scale next to its floor (make bench-scale): for each
+// N, it runs the provider binary against a Kubernetes API server and the test bed's Neutron,
+// creates N SecurityGroups of 5 rules and measures the time until all are Ready, the backend
+// calls per group (the provider's own /metrics), the calls and API server writes of a
+// steady-state poll, and the provider's peak RSS and CPU time; then it deletes them and makes
+// the same groups directly with gophercloud (one create and one bulk rule create per group,
+// the same concurrency): the floor. It writes the results as JSON and an SVG plot of
+// time-to-Ready against N.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	goopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/stackservices/provider-stackservices/apis"
+	netv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
+	pcv1alpha1 "github.com/stackservices/provider-stackservices/apis/v1alpha1"
+	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
+)
+
+const (
+	namespace = "scale"
+	rulesEach = 5
+)
+
+// Result is one N's figures.
+type Result struct {
+	N int `json:"n"`
+	// Seconds from the first create until every group is Ready, for the provider and the floor.
+	ProviderReadySeconds float64 `json:"providerReadySeconds"`
+	FloorSeconds         float64 `json:"floorSeconds"`
+	Ratio                float64 `json:"ratio"`
+	// Backend calls per group until all were Ready (the floor makes 2).
+	CallsPerGroup      float64 `json:"callsPerGroup"`
+	FloorCallsPerGroup float64 `json:"floorCallsPerGroup"`
+	// Over one poll interval once all are Ready and settled.
+	SteadyCallsPerPoll  float64 `json:"steadyCallsPerPoll"`
+	SteadyWritesPerPoll float64 `json:"steadyAPIServerWritesPerPoll"`
+	// API server writes to SecurityGroups (create, update, status) per group until Ready.
+	WritesPerGroup float64 `json:"apiServerWritesPerGroup"`
+	PeakRSSMiB     float64 `json:"providerPeakRSSMiB"`
+	CPUSeconds     float64 `json:"providerCPUSeconds"`
+}
+
+// Results are a run's.
+type Results struct {
+	Date        string   `json:"date"`
+	Machine     string   `json:"machine"`
+	Concurrency int      `json:"concurrency"`
+	Poll        string   `json:"poll"`
+	Runs        []Result `json:"runs"`
+}
+
+type config struct {
+	provider, clouds, cloud, out, svg string
+	sizes                             []int
+	concurrency                       int
+	poll                              time.Duration
+}
+
+func main() {
+	var c config
+	var sizes string
+	flag.StringVar(&c.provider, "provider", "", "the provider binary")
+	flag.StringVar(&c.clouds, "clouds", os.Getenv("OS_CLIENT_CONFIG_FILE"), "clouds.yaml of the test bed")
+	flag.StringVar(&c.cloud, "cloud", "demo", "the cloud of clouds.yaml to use")
+	flag.StringVar(&sizes, "n", "100,1000", "numbers of SecurityGroups, comma-separated")
+	flag.IntVar(&c.concurrency, "concurrency", 10, "concurrent reconciles of the provider (--max-reconcile-rate) and concurrent creates of the floor")
+	flag.DurationVar(&c.poll, "poll", 30*time.Second, "the provider's poll interval")
+	flag.StringVar(&c.out, "out", "_output/bench/scale.json", "results file")
+	flag.StringVar(&c.svg, "svg", "docs/benchmarks-securitygroups.svg", "plot of time-to-Ready against N")
+	flag.Parse()
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fail("bad -n %q", sizes)
+		}
+		c.sizes = append(c.sizes, n)
+	}
+	if c.provider == "" {
+		fail("-provider is required")
+	}
+	if err := run(context.Background(), c); err != nil {
+		fail("%v", err)
+	}
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "scale: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "scale: "+format+"\n", args...) }
+
+func run(ctx context.Context, c config) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	s := clientgoscheme.Scheme
+	if err := apis.AddToScheme(s); err != nil {
+		return err
+	}
+	kube, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return err
+	}
+	clouds, err := os.ReadFile(c.clouds)
+	if err != nil {
+		return err
+	}
+	if err := providerConfig(ctx, kube, clouds); err != nil {
+		return err
+	}
+	neutron, calls, err := floorClient(ctx, clouds, c.cloud)
+	if err != nil {
+		return err
+	}
+
+	res := Results{Date: time.Now().UTC().Format(time.DateOnly), Machine: machine(), Concurrency: c.concurrency, Poll: c.poll.String()}
+	for _, n := range c.sizes {
+		r, err := measureProvider(ctx, c, cfg, kube, n)
+		if err != nil {
+			return fmt.Errorf("provider, %d groups: %w", n, err)
+		}
+		before := calls.Load()
+		floor, err := measureFloor(ctx, neutron, n, c.concurrency)
+		if err != nil {
+			return fmt.Errorf("floor, %d groups: %w", n, err)
+		}
+		r.FloorSeconds = floor.Seconds()
+		r.FloorCallsPerGroup = float64(calls.Load()-before) / float64(n)
+		r.Ratio = r.ProviderReadySeconds / r.FloorSeconds
+		logf("%d groups: provider %.1fs, floor %.1fs (%.2fx); %.1f calls a group (floor %.1f); steady %.0f calls and %.0f writes a poll; RSS %.0f MiB, CPU %.1fs",
+			n, r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerGroup, r.FloorCallsPerGroup, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.PeakRSSMiB, r.CPUSeconds)
+		res.Runs = append(res.Runs, r)
+	}
+	if err := os.MkdirAll(filepath.Dir(c.out), 0o750); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(c.out, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	logf("results: %s", c.out)
+	if c.svg != "" {
+		if err := os.WriteFile(c.svg, plot(res), 0o600); err != nil {
+			return err
+		}
+		logf("plot: %s", c.svg)
+	}
+	return nil
+}
+
+// providerConfig makes the namespace, its credentials Secret and its ProviderConfig.
+func providerConfig(ctx context.Context, kube client.Client, clouds []byte) error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "openstack"}, Data: map[string][]byte{"clouds.yaml": clouds}},
+		&pcv1alpha1.ProviderConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default"},
+			Spec: pcv1alpha1.ProviderConfigSpec{
+				CloudSettings: pcv1alpha1.CloudSettings{Cloud: "demo"},
+				Credentials: pcv1alpha1.NamespacedCredentials{Source: xpv2.CredentialsSourceSecret,
+					SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "openstack"}, Key: "clouds.yaml"}},
+			},
+		},
+	}
+	for _, o := range objs {
+		if err := kube.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func group(i int) *netv1alpha1.SecurityGroup {
+	rs := make([]netv1alpha1.SecurityGroupRule, 0, rulesEach)
+	for p := range int32(rulesEach) {
+		rs = append(rs, netv1alpha1.SecurityGroupRule{
+			Direction: netv1alpha1.DirectionIngress, EtherType: netv1alpha1.EtherTypeIPv4, Protocol: ptr.To("tcp"),
+			PortRangeMin: ptr.To(8000 + p), PortRangeMax: ptr.To(8000 + p), RemoteIPPrefix: ptr.To("10.0.0.0/8"),
+		})
+	}
+	return &netv1alpha1.SecurityGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("scale-%05d", i)},
+		Spec: netv1alpha1.SecurityGroupSpec{
+			ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}},
+			ForProvider:         netv1alpha1.SecurityGroupParameters{Rules: rs},
+		},
+	}
+}
+
+// provider is the provider's process.
+type provider struct {
+	cmd     *exec.Cmd
+	metrics string
+}
+
+func startProvider(ctx context.Context, c config) (*provider, error) {
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	healthPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll("_output/bench", 0o750); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create("_output/bench/provider.log")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, c.provider, //nolint:gosec // The binary the make target built.
+		"--poll="+c.poll.String(), "--poll-jitter=0s", "--max-reconcile-rate="+strconv.Itoa(c.concurrency),
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", healthPort))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &provider{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)); err == nil { //nolint:noctx // A local probe.
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	p.stop()
+	return nil, fmt.Errorf("the provider was not ready in a minute: see _output/bench/provider.log")
+}
+
+func (p *provider) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// calls sums the provider's requests to OpenStack.
+func (p *provider) calls() (float64, error) {
+	fams, err := scrape(http.DefaultClient, p.metrics)
+	if err != nil {
+		return 0, err
+	}
+	return sum(fams["stackservices_backend_requests_total"], func(l map[string]string) bool { return l["backend"] == "openstack" }), nil
+}
+
+// usage is the provider's peak RSS (MiB) and CPU time (s) from /proc.
+func (p *provider) usage() (float64, float64, error) {
+	pid := p.cmd.Process.Pid
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	var rss float64
+	for _, l := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kib, _ := strconv.ParseFloat(f[1], 64)
+			rss = kib / 1024
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// Fields after the command (which may hold spaces) start at state; utime and stime are
+	// the 14th and 15th fields of the whole line, in clock ticks (100 a second on Linux).
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return rss, (utime + stime) / 100, nil
+}
+
+func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube client.Client, n int) (Result, error) {
+	r := Result{N: n}
+	p, err := startProvider(ctx, c)
+	if err != nil {
+		return r, err
+	}
+	defer p.stop()
+	writes := func() (float64, error) { return apiServerWrites(cfg) }
+	calls0, err := p.calls()
+	if err != nil {
+		return r, err
+	}
+	writes0, err := writes()
+	if err != nil {
+		return r, err
+	}
+
+	start := time.Now()
+	if err := parallel(n, 50, func(i int) error { return kube.Create(ctx, group(i)) }); err != nil {
+		return r, err
+	}
+	if err := waitAll(ctx, kube, n, 30*time.Minute); err != nil {
+		return r, err
+	}
+	r.ProviderReadySeconds = time.Since(start).Seconds()
+	calls1, err := p.calls()
+	if err != nil {
+		return r, err
+	}
+	writes1, err := writes()
+	if err != nil {
+		return r, err
+	}
+	r.CallsPerGroup = (calls1 - calls0) / float64(n)
+	r.WritesPerGroup = (writes1 - writes0) / float64(n)
+
+	// Steady state: let the reconciles that follow the creates settle, then one poll.
+	time.Sleep(c.poll)
+	callsA, _ := p.calls()
+	writesA, _ := writes()
+	time.Sleep(c.poll)
+	callsB, _ := p.calls()
+	writesB, _ := writes()
+	r.SteadyCallsPerPoll, r.SteadyWritesPerPoll = callsB-callsA, writesB-writesA
+	if r.PeakRSSMiB, r.CPUSeconds, err = p.usage(); err != nil {
+		return r, err
+	}
+
+	// Delete them all, and wait until Neutron has none of them (the provider deletes them).
+	if err := kube.DeleteAllOf(ctx, &netv1alpha1.SecurityGroup{}, client.InNamespace(namespace)); err != nil {
+		return r, err
+	}
+	deadline := time.Now().Add(30 * time.Minute)
+	for {
+		l := &netv1alpha1.SecurityGroupList{}
+		if err := kube.List(ctx, l, client.InNamespace(namespace)); err != nil {
+			return r, err
+		}
+		if len(l.Items) == 0 {
+			return r, nil
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("%d groups not deleted in 30 minutes", len(l.Items))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitAll waits until n SecurityGroups of the namespace are Ready.
+func waitAll(ctx context.Context, kube client.Client, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		l := &netv1alpha1.SecurityGroupList{}
+		if err := kube.List(ctx, l, client.InNamespace(namespace)); err != nil {
+			return err
+		}
+		ready := 0
+		for _, sg := range l.Items {
+			if sg.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+		if ready == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d groups Ready after %s", ready, n, timeout)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// apiServerWrites sums the API server's writes to SecurityGroups (and their status).
+func apiServerWrites(cfg *rest.Config) (float64, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return 0, err
+	}
+	fams, err := scrape(hc, strings.TrimSuffix(cfg.Host, "/")+"/metrics")
+	if err != nil {
+		return 0, err
+	}
+	gr := schema.GroupResource{Group: netv1alpha1.Group, Resource: "securitygroups"}
+	return sum(fams["apiserver_request_total"], func(l map[string]string) bool {
+		return l["group"] == gr.Group && l["resource"] == gr.Resource && (l["verb"] == "POST" || l["verb"] == "PUT" || l["verb"] == "PATCH" || l["verb"] == "APPLY")
+	}), nil
+}
+
+func scrape(hc *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := hc.Get(url) //nolint:noctx // A local scrape.
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close() //nolint:errcheck // Read to the end.
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+func sum(f *dto.MetricFamily, keep func(map[string]string) bool) float64 {
+	if f == nil {
+		return 0
+	}
+	total := 0.0
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if keep(labels) {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
+
+// floorClient is a Neutron client made directly from the clouds.yaml, counting its requests.
+func floorClient(ctx context.Context, clouds []byte, cloud string) (*gophercloud.ServiceClient, *atomic.Int64, error) {
+	c, err := openstack.ParseCredentials(clouds, openstack.ParseOptions{Cloud: cloud})
+	if err != nil {
+		return nil, nil, err
+	}
+	pc, err := goopenstack.NewClient(c.Auth.IdentityEndpoint)
+	if err != nil {
+		return nil, nil, err
+	}
+	calls := &atomic.Int64{}
+	pc.HTTPClient = http.Client{Transport: countingTransport{next: http.DefaultTransport, n: calls}}
+	if err := goopenstack.Authenticate(ctx, pc, c.Auth); err != nil {
+		return nil, nil, err
+	}
+	nc, err := goopenstack.NewNetworkV2(pc, c.Endpoint)
+	return nc, calls, err
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(r.URL.Path, "/tokens") {
+		t.n.Add(1)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// measureFloor creates n groups with their rules (one call each) with the concurrency, and
+// deletes them afterwards.
+func measureFloor(ctx context.Context, nc *gophercloud.ServiceClient, n, concurrency int) (time.Duration, error) {
+	ids := make([]string, n)
+	start := time.Now()
+	err := parallel(n, concurrency, func(i int) error {
+		sg, err := groups.Create(ctx, nc, groups.CreateOpts{Name: fmt.Sprintf("floor-%05d", i)}).Extract()
+		if err != nil {
+			return err
+		}
+		ids[i] = sg.ID
+		opts := make([]rules.CreateOpts, 0, rulesEach)
+		for p := range rulesEach {
+			opts = append(opts, rules.CreateOpts{
+				Direction: rules.DirIngress, EtherType: rules.EtherType4, Protocol: rules.ProtocolTCP, SecGroupID: sg.ID,
+				PortRangeMin: 8000 + p, PortRangeMax: 8000 + p, RemoteIPPrefix: "10.0.0.0/8",
+			})
+		}
+		_, err = rules.CreateBulk(ctx, nc, opts).Extract()
+		return err
+	})
+	d := time.Since(start)
+	derr := parallel(n, concurrency, func(i int) error {
+		if ids[i] == "" {
+			return nil
+		}
+		return groups.Delete(ctx, nc, ids[i]).ExtractErr()
+	})
+	if err != nil {
+		return d, err
+	}
+	return d, derr
+}
+
+// parallel runs f(0..n-1) with at most k at once, and returns the first error.
+func parallel(n, k int, f func(int) error) error {
+	var (
+		wg    sync.WaitGroup
+		first error
+		mu    sync.Mutex
+	)
+	sem := make(chan struct{}, k)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := f(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close() //nolint:errcheck // Only its port was wanted.
+	return l.Addr().(*net.TCPAddr).Port, nil //nolint:forcetypeassert // A TCP listener.
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				model = strings.TrimSpace(l[strings.Index(l, ":")+1:])
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores (%s), %s", runtime.NumCPU(), model, runtime.Version())
+}
+
+// plot draws time-to-Ready against N, provider and floor, as an SVG line chart.
+func plot(res Results) []byte {
+	const w, h, left, bottom, top, right = 640.0, 400.0, 70.0, 50.0, 40.0, 20.0
+	maxN, maxT := 0.0, 0.0
+	for _, r := range res.Runs {
+		maxN = math.Max(maxN, float64(r.N))
+		maxT = math.Max(maxT, math.Max(r.ProviderReadySeconds, r.FloorSeconds))
+	}
+	maxT = math.Ceil(maxT*1.1 + 1)
+	x := func(n float64) float64 { return left + n/maxN*(w-left-right) }
+	y := func(t float64) float64 { return h - bottom - t/maxT*(h-bottom-top) }
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", w, h)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%.0f" y="20" font-size="14">SecurityGroups (%d rules) to Ready: provider vs floor, %s</text>`+"\n", left, rulesEach, res.Date)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left, h-bottom, w-right, h-bottom)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left, top, left, h-bottom)
+	for i := 0; i <= 4; i++ {
+		t := maxT * float64(i) / 4
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.0fs</text>`+"\n", left-6, y(t)+4, t)
+	}
+	for _, r := range res.Runs {
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%d</text>`+"\n", x(float64(r.N)), h-bottom+18, r.N)
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">N (SecurityGroups)</text>`+"\n", (left+w-right)/2, h-10)
+	for _, s := range []struct {
+		name, color string
+		t           func(Result) float64
+	}{{"provider", "#c0392b", func(r Result) float64 { return r.ProviderReadySeconds }}, {"floor", "#2471a3", func(r Result) float64 { return r.FloorSeconds }}} {
+		var pts []string
+		for _, r := range res.Runs {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(r.N)), y(s.t(r))))
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(float64(r.N)), y(s.t(r)), s.color)
+		}
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), s.color)
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" fill="#c0392b">provider</text>`+"\n", left+10, top+15)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" fill="#2471a3">floor</text>`+"\n", left+10, top+30)
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
