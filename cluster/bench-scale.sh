@@ -7,7 +7,7 @@
 # rules, next to the floor. Writes _output/bench/scale.json and docs/benchmarks-securitygroups.svg.
 # Its control plane is stopped and deleted at the end; the test bed stays up.
 #
-# Environment: RUN_DIR, BENCH_SCALE_N, BENCH_SCALE_CONCURRENCY (default 10), BENCH_SCALE_POLL
+# Environment: RUN_DIR, BENCH_SCALE_N, BENCH_SCALE_CONCURRENCY (default 20: the test bed's Neutron answers 500 to a floor of 100 at once), BENCH_SCALE_POLL
 # (default 30s).
 set -euo pipefail
 
@@ -38,5 +38,5 @@ go build -o _output/bench/provider ./cmd/provider
 # shellcheck disable=SC1090
 source "$(cluster/openstack.sh env)"
 go run ./test/scale -provider _output/bench/provider -n "${BENCH_SCALE_N:-100,1000}" \
-	-concurrency "${BENCH_SCALE_CONCURRENCY:-10}" -poll "${BENCH_SCALE_POLL:-30s}" \
+	-concurrency "${BENCH_SCALE_CONCURRENCY:-20}" -poll "${BENCH_SCALE_POLL:-30s}" \
 	-out _output/bench/scale.json -svg docs/benchmarks-securitygroups.svg

@@ -71,6 +71,9 @@ type Result struct {
 	// Over one poll interval once all are Ready and settled.
 	SteadyCallsPerPoll  float64 `json:"steadyCallsPerPoll"`
 	SteadyWritesPerPoll float64 `json:"steadyAPIServerWritesPerPoll"`
+	// Of those write requests, how many changed the object (updates the API server stored
+	// in etcd); the others were writes of an unchanged object.
+	SteadyStoredPerPoll float64 `json:"steadyEtcdUpdatesPerPoll"`
 	// API server writes to SecurityGroups (create, update, status) per group until Ready.
 	WritesPerGroup float64 `json:"apiServerWritesPerGroup"`
 	PeakRSSMiB     float64 `json:"providerPeakRSSMiB"`
@@ -100,7 +103,7 @@ func main() {
 	flag.StringVar(&c.clouds, "clouds", os.Getenv("OS_CLIENT_CONFIG_FILE"), "clouds.yaml of the test bed")
 	flag.StringVar(&c.cloud, "cloud", "demo", "the cloud of clouds.yaml to use")
 	flag.StringVar(&sizes, "n", "100,1000", "numbers of SecurityGroups, comma-separated")
-	flag.IntVar(&c.concurrency, "concurrency", 10, "concurrent reconciles of the provider (--max-reconcile-rate) and concurrent creates of the floor")
+	flag.IntVar(&c.concurrency, "concurrency", 20, "concurrent reconciles of the provider (--max-reconcile-rate) and concurrent creates of the floor")
 	flag.DurationVar(&c.poll, "poll", 30*time.Second, "the provider's poll interval")
 	flag.StringVar(&c.out, "out", "_output/bench/scale.json", "results file")
 	flag.StringVar(&c.svg, "svg", "docs/benchmarks-securitygroups.svg", "plot of time-to-Ready against N")
@@ -159,16 +162,15 @@ func run(ctx context.Context, c config) error {
 		if err != nil {
 			return fmt.Errorf("provider, %d groups: %w", n, err)
 		}
-		before := calls.Load()
-		floor, err := measureFloor(ctx, neutron, n, c.concurrency)
+		floor, floorCalls, err := measureFloor(ctx, neutron, calls, n, c.concurrency)
 		if err != nil {
 			return fmt.Errorf("floor, %d groups: %w", n, err)
 		}
 		r.FloorSeconds = floor.Seconds()
-		r.FloorCallsPerGroup = float64(calls.Load()-before) / float64(n)
+		r.FloorCallsPerGroup = float64(floorCalls) / float64(n)
 		r.Ratio = r.ProviderReadySeconds / r.FloorSeconds
-		logf("%d groups: provider %.1fs, floor %.1fs (%.2fx); %.1f calls a group (floor %.1f); steady %.0f calls and %.0f writes a poll; RSS %.0f MiB, CPU %.1fs",
-			n, r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerGroup, r.FloorCallsPerGroup, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.PeakRSSMiB, r.CPUSeconds)
+		logf("%d groups: provider %.1fs, floor %.1fs (%.2fx); %.1f calls a group (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; RSS %.0f MiB, CPU %.1fs",
+			n, r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerGroup, r.FloorCallsPerGroup, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll, r.PeakRSSMiB, r.CPUSeconds)
 		res.Runs = append(res.Runs, r)
 	}
 	if err := os.MkdirAll(filepath.Dir(c.out), 0o750); err != nil {
@@ -180,6 +182,9 @@ func run(ctx context.Context, c config) error {
 	}
 	logf("results: %s", c.out)
 	if c.svg != "" {
+		if err := os.MkdirAll(filepath.Dir(c.svg), 0o750); err != nil {
+			return err
+		}
 		if err := os.WriteFile(c.svg, plot(res), 0o600); err != nil {
 			return err
 		}
@@ -326,7 +331,8 @@ func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube clien
 		return r, err
 	}
 	defer p.stop()
-	writes := func() (float64, error) { return apiServerWrites(cfg) }
+	writes := func() (float64, error) { w, _, err := apiServerWrites(cfg); return w, err }
+	stored := func() float64 { _, s, _ := apiServerWrites(cfg); return s }
 	calls0, err := p.calls()
 	if err != nil {
 		return r, err
@@ -359,10 +365,11 @@ func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube clien
 	time.Sleep(c.poll)
 	callsA, _ := p.calls()
 	writesA, _ := writes()
+	storedA := stored()
 	time.Sleep(c.poll)
 	callsB, _ := p.calls()
 	writesB, _ := writes()
-	r.SteadyCallsPerPoll, r.SteadyWritesPerPoll = callsB-callsA, writesB-writesA
+	r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll = callsB-callsA, writesB-writesA, stored()-storedA
 	if r.PeakRSSMiB, r.CPUSeconds, err = p.usage(); err != nil {
 		return r, err
 	}
@@ -411,20 +418,31 @@ func waitAll(ctx context.Context, kube client.Client, n int, timeout time.Durati
 	}
 }
 
-// apiServerWrites sums the API server's writes to SecurityGroups (and their status).
-func apiServerWrites(cfg *rest.Config) (float64, error) {
+// apiServerWrites sums the API server's write requests to SecurityGroups (and their status),
+// and its updates of them in etcd.
+func apiServerWrites(cfg *rest.Config) (requests, stored float64, err error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	fams, err := scrape(hc, strings.TrimSuffix(cfg.Host, "/")+"/metrics")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	gr := schema.GroupResource{Group: netv1alpha1.Group, Resource: "securitygroups"}
-	return sum(fams["apiserver_request_total"], func(l map[string]string) bool {
+	requests = sum(fams["apiserver_request_total"], func(l map[string]string) bool {
 		return l["group"] == gr.Group && l["resource"] == gr.Resource && (l["verb"] == "POST" || l["verb"] == "PUT" || l["verb"] == "PATCH" || l["verb"] == "APPLY")
-	}), nil
+	})
+	for _, m := range fams["etcd_request_duration_seconds"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["operation"] == "update" && labels["type"] == gr.String() {
+			stored += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return requests, stored, nil
 }
 
 func scrape(hc *http.Client, url string) (map[string]*dto.MetricFamily, error) {
@@ -490,13 +508,17 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // measureFloor creates n groups with their rules (one call each) with the concurrency, and
-// deletes them afterwards.
-func measureFloor(ctx context.Context, nc *gophercloud.ServiceClient, n, concurrency int) (time.Duration, error) {
+// deletes them afterwards. It returns the time and the calls the creates took.
+func measureFloor(ctx context.Context, nc *gophercloud.ServiceClient, calls *atomic.Int64, n, concurrency int) (time.Duration, int64, error) {
 	ids := make([]string, n)
+	before := calls.Load()
 	start := time.Now()
 	err := parallel(n, concurrency, func(i int) error {
-		sg, err := groups.Create(ctx, nc, groups.CreateOpts{Name: fmt.Sprintf("floor-%05d", i)}).Extract()
-		if err != nil {
+		var sg *groups.SecGroup
+		if err := retried(func() (err error) {
+			sg, err = groups.Create(ctx, nc, groups.CreateOpts{Name: fmt.Sprintf("floor-%05d", i)}).Extract()
+			return err
+		}); err != nil {
 			return err
 		}
 		ids[i] = sg.ID
@@ -507,20 +529,34 @@ func measureFloor(ctx context.Context, nc *gophercloud.ServiceClient, n, concurr
 				PortRangeMin: 8000 + p, PortRangeMax: 8000 + p, RemoteIPPrefix: "10.0.0.0/8",
 			})
 		}
-		_, err = rules.CreateBulk(ctx, nc, opts).Extract()
-		return err
+		return retried(func() error {
+			_, err := rules.CreateBulk(ctx, nc, opts).Extract()
+			return err
+		})
 	})
-	d := time.Since(start)
+	d, made := time.Since(start), calls.Load()-before
 	derr := parallel(n, concurrency, func(i int) error {
 		if ids[i] == "" {
 			return nil
 		}
-		return groups.Delete(ctx, nc, ids[i]).ExtractErr()
+		return retried(func() error { return groups.Delete(ctx, nc, ids[i]).ExtractErr() })
 	})
 	if err != nil {
-		return d, err
+		return d, made, err
 	}
-	return d, derr
+	return d, made, derr
+}
+
+// retried calls f again, up to 5 times, while Neutron answers 5xx (a busy Neutron does): a
+// plain client would, and the provider does by requeueing.
+func retried(f func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil || attempt == 5 || !gophercloud.ResponseCodeIs(err, http.StatusInternalServerError) && !gophercloud.ResponseCodeIs(err, http.StatusServiceUnavailable) {
+			return err
+		}
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	}
 }
 
 // parallel runs f(0..n-1) with at most k at once, and returns the first error.
