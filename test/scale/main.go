@@ -589,7 +589,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close() //nolint:errcheck // Only its port was wanted.
+	defer l.Close()                          //nolint:errcheck // Only its port was wanted.
 	return l.Addr().(*net.TCPAddr).Port, nil //nolint:forcetypeassert // A TCP listener.
 }
 
