@@ -148,7 +148,7 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	if err := providerConfig(ctx, kube, clouds); err != nil {
+	if err := providerConfig(ctx, kube, clouds, c.cloud); err != nil {
 		return err
 	}
 	neutron, calls, err := floorClient(ctx, clouds, c.cloud)
@@ -194,14 +194,14 @@ func run(ctx context.Context, c config) error {
 }
 
 // providerConfig makes the namespace, its credentials Secret and its ProviderConfig.
-func providerConfig(ctx context.Context, kube client.Client, clouds []byte) error {
+func providerConfig(ctx context.Context, kube client.Client, clouds []byte, cloud string) error {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "openstack"}, Data: map[string][]byte{"clouds.yaml": clouds}},
 		&pcv1alpha1.ProviderConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default"},
 			Spec: pcv1alpha1.ProviderConfigSpec{
-				CloudSettings: pcv1alpha1.CloudSettings{Cloud: "demo"},
+				CloudSettings: pcv1alpha1.CloudSettings{Cloud: cloud},
 				Credentials: pcv1alpha1.NamespacedCredentials{Source: xpv2.CredentialsSourceSecret,
 					SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "openstack"}, Key: "clouds.yaml"}},
 			},
@@ -434,11 +434,7 @@ func apiServerWrites(cfg *rest.Config) (requests, stored float64, err error) {
 		return l["group"] == gr.Group && l["resource"] == gr.Resource && (l["verb"] == "POST" || l["verb"] == "PUT" || l["verb"] == "PATCH" || l["verb"] == "APPLY")
 	})
 	for _, m := range fams["etcd_request_duration_seconds"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels["operation"] == "update" && labels["type"] == gr.String() {
+		if labels := labelsOf(m); labels["operation"] == "update" && labels["type"] == gr.String() {
 			stored += float64(m.GetHistogram().GetSampleCount())
 		}
 	}
@@ -465,15 +461,19 @@ func sum(f *dto.MetricFamily, keep func(map[string]string) bool) float64 {
 	}
 	total := 0.0
 	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if keep(labels) {
+		if keep(labelsOf(m)) {
 			total += m.GetCounter().GetValue()
 		}
 	}
 	return total
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
 }
 
 // floorClient is a Neutron client made directly from the clouds.yaml, counting its requests.

@@ -174,6 +174,11 @@ type connector struct {
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdCluster) (managed.TypedExternalClient[*v1alpha1.EtcdCluster], error) {
 	if cr.Spec.ForProvider.Machines == nil {
+		if meta.WasDeleted(cr) {
+			// Deleted before it ever had machines: nothing was made (see below), and its
+			// ProviderConfig, which may be gone too, need not be read.
+			return &external{kube: c.kube, machines: unplaced{}, record: c.record, now: time.Now, sleep: machines.Sleep}, nil
+		}
 		// The ProviderConfig's machines, set in the spec here: crossplane-runtime writes the
 		// spec (with its create-pending annotation) before Create makes anything, so the
 		// cluster records what it was made on before the first member exists.
@@ -182,11 +187,7 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.EtcdCluster) (mana
 			return nil, err
 		}
 		if m == nil {
-			if !meta.WasDeleted(cr) {
-				return nil, errors.New(errNoMachines)
-			}
-			// Deleted before it ever had machines: nothing was made.
-			return &external{kube: c.kube, machines: unplaced{}, record: c.record, now: time.Now, sleep: machines.Sleep}, nil
+			return nil, errors.New(errNoMachines)
 		}
 		cr.Spec.ForProvider.Machines = m
 	}

@@ -202,6 +202,10 @@ func TestConnectTakesTheConfigsMachines(t *testing.T) {
 			ref:     xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "bare"},
 			deleted: true,
 		},
+		"NoneGivenAndDeletedWithoutItsConfig": {
+			ref:     xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "missing"},
+			deleted: true,
+		},
 	}
 	s := kruntime.NewScheme()
 	if err := pcv1alpha1.SchemeBuilder.AddToScheme(s); err != nil {
