@@ -12,11 +12,12 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=cluster/lib/daemon.sh
+source "${REPO_ROOT}/cluster/lib/daemon.sh"
+LOG_PREFIX=bench-scale.sh
 cd "${REPO_ROOT}"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 BENCH_RUN=${RUN_DIR}/bench
-
-log() { printf 'bench-scale.sh: %s\n' "$*" >&2; }
 
 cleanup() {
 	local rc=$?

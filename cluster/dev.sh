@@ -2,15 +2,15 @@
 # cluster/dev.sh: the local development loop behind `make dev`.
 #
 # Usage:
-#   cluster/dev.sh up          OpenStack up, and a real Crossplane (its own control plane, an
-#                              OCI registry on 127.0.0.1, core) with the provider and
-#                              configuration packages built from this tree installed through
-#                              the package manager, the provider binary running as a local
-#                              process; credentials, every example managed resource and every
-#                              claim of examples/claims applied; waits until all are Ready
-#                              and Synced
-#   cluster/dev.sh down        stop all of it (data is kept, etcd members too: they start
-#                              again with the provider)
+#   cluster/dev.sh up          OpenStack up, and a real Crossplane (its own control plane with
+#                              a node, an OCI registry on 127.0.0.1, core) with the provider
+#                              and configuration packages built from this tree installed
+#                              through the package manager, the provider running as a Pod from
+#                              its package's image; credentials, every example managed resource
+#                              and every claim of examples/claims applied; waits until all are
+#                              Ready and Synced
+#   cluster/dev.sh down        stop all of it (data is kept; the etcd members are servers of
+#                              the test bed's Nova, which stay until OpenStack stops)
 #   cluster/dev.sh down --purge
 #                              delete the examples first (their servers, groups, buckets and
 #                              keys go from OpenStack), then stop and forget the Crossplane
@@ -19,7 +19,8 @@
 #   cluster/dev.sh kubeconfig  print the path of the control plane's kubeconfig
 #
 # It is the stack the e2e tests run (cluster/lib/crossplane.sh, cluster/e2e.sh) with its state
-# in $RUN_DIR/dev, so `make test` can run its own beside it. Running `up` again after a change
+# in $RUN_DIR/dev. There is one node per machine (its bridge and paths are fixed): stop this
+# stack (`make dev-down`) before `make test` runs its own. Running `up` again after a change
 # rebuilds the packages and the provider and installs them again. The credentials Secret is
 # written from the test bed's clouds.yaml; nothing secret is committed.
 set -euo pipefail
@@ -31,16 +32,11 @@ READY_TIMEOUT=${READY_TIMEOUT:-180}
 # cluster/e2e.sh keeps the stack in $RUN_DIR/e2e: dev's is $RUN_DIR/dev/e2e.
 DEV_RUN=${RUN_DIR}/dev
 export E2E_PROVIDER_POLL=${DEV_POLL}
-# examples/etcd/etcdcluster.yaml runs its members as local processes.
-export E2E_LOCAL_MACHINES=1
 # shellcheck source=cluster/lib/crossplane.sh
 source "${REPO_ROOT}/cluster/lib/crossplane.sh"
-
-log() { printf 'dev.sh: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
+# shellcheck source=cluster/lib/daemon.sh
+source "${REPO_ROOT}/cluster/lib/daemon.sh"
+LOG_PREFIX=dev.sh
 
 kubeconfig() { echo "${DEV_RUN}/e2e/kube/kubeconfig"; }
 kubectl_() { "$(cluster/tools.sh path kube)/kubectl" --kubeconfig "$(kubeconfig)" "$@"; }
@@ -116,7 +112,7 @@ cmd_up() {
 	done
 	wait_ready
 	kubectl_ get managed,composite -A
-	log "up in $((SECONDS - start))s. kubeconfig: $(kubeconfig); provider log: ${DEV_RUN}/e2e/logs/provider.log"
+	log "up in $((SECONDS - start))s. kubeconfig: $(kubeconfig); provider log: kubectl -n crossplane-system logs -l pkg.crossplane.io/provider=stackservices-provider-stackservices"
 	log "OpenStack CLI: source $(cluster/openstack.sh env); openstack --os-cloud demo port show dev-web-1"
 }
 

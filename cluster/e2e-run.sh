@@ -10,14 +10,21 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=cluster/lib/daemon.sh
+source "${REPO_ROOT}/cluster/lib/daemon.sh"
+LOG_PREFIX=e2e-run.sh
 cd "${REPO_ROOT}"
 
-log() { printf 'e2e-run.sh: %s\n' "$*" >&2; }
-
+# cleanup stops the stack, and fails the run when that left anything on the machine (node.sh
+# down checks: iptables chains, the bridge, mounts, cgroups, sysctls).
 cleanup() {
 	local rc=$?
 	if [[ -z ${E2E_KEEP:-} ]]; then
-		cluster/e2e.sh down >/dev/null 2>&1 || true
+		if ! cluster/e2e.sh down >_output/e2e-down.log 2>&1; then
+			tail -n 5 _output/e2e-down.log >&2
+			log "cluster/e2e.sh down failed (log: _output/e2e-down.log)"
+			rc=1
+		fi
 	fi
 	exit "${rc}"
 }

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# cluster/e2e.sh: a real Crossplane for the end-to-end tests, as local processes on 127.0.0.1.
+# cluster/e2e.sh: a real Crossplane for the end-to-end tests and `make dev`, on a real node.
 #
 # Usage:
-#   cluster/e2e.sh up                      own control plane (kube.sh with RUN_DIR=$RUN_DIR/e2e),
-#                                          in-memory OCI registry, Crossplane core; the
+#   cluster/e2e.sh up                      a cluster with a node (cluster/node.sh with
+#                                          RUN_DIR=$RUN_DIR/e2e), an in-memory OCI registry,
+#                                          Crossplane core and its RBAC manager; the
 #                                          function-patch-and-transform package pushed (idempotent)
-#   cluster/e2e.sh down [--purge]          stop all of it (TERM, then KILL); --purge deletes state
+#   cluster/e2e.sh down [--purge]          stop all of it and leave nothing on the machine; the
+#                                          runtimes' logs are kept in logs/; --purge deletes state
 #   cluster/e2e.sh status                  what runs where; exit 0 only when everything of `up` runs
 #   cluster/e2e.sh env                     print the path of the env file (KUBECONFIG, E2E_REGISTRY,
 #                                          ports, package names) for tests to source
-#   cluster/e2e.sh install-function        Function function-patch-and-transform Healthy, its
-#                                          process serving mTLS on a free port
-#   cluster/e2e.sh install-provider XPKG BINARY
-#                                          push XPKG, Provider Healthy, its managed resources
-#                                          activated, BINARY running against the e2e cluster
+#   cluster/e2e.sh install-function        Function function-patch-and-transform Healthy: its Pod
+#                                          serves, and core resolves its Service
+#   cluster/e2e.sh install-provider XPKG   push XPKG, Provider Healthy with the runtime config of
+#                                          examples/provider, its managed resources activated, its
+#                                          Pod ready
 #   cluster/e2e.sh install-configuration XPKG [OWNER/NAME]
 #                                          push XPKG (as stackservices/configuration-stackservices
 #                                          unless named), Configuration Healthy, its XRDs ready
@@ -21,14 +23,21 @@
 #                                          a trivial Configuration (cluster/e2e/smoke) composes
 #                                          a SecurityGroup for a claim and for a namespaced XR
 #
-# Why it looks like this (no Docker, no kubelet here): core runs with --package-runtime=External,
-# so the package manager installs packages (CRDs, MRDs, XRDs, Compositions) from real .xpkg files
-# pulled from the registry, while the runtimes (function and provider processes) are ours: we
-# start them and tell Crossplane about them the way its Deployment runtime would, by patching the
-# revision status (endpoint, tlsServerSecretName, RuntimeHealthy=True). Core calls functions over
-# mutual TLS only, so `up` makes a CA, core's client certificate and a server certificate for
-# 127.0.0.1 that the functions serve. kube-controller-manager runs for garbage collection (the
-# composed resources of a deleted claim).
+# Crossplane runs as it does for users: core with the Deployment package runtime installs
+# packages from real .xpkg files pulled from the registry, and runs each Function's and
+# Provider's runtime image as a Deployment on the node (containerd pulls the image from the
+# registry). The RBAC manager runs as a Pod too (from an image of the core binary), and grants
+# the provider's ServiceAccount what the package asks for; examples/provider grants the rest
+# (reading Nodes, deleting an EtcdCluster's SecurityGroup). Nothing here writes a package revision's status. Core itself runs on the host,
+# in the node's mount namespace, where cluster/node.sh's hosts file stands in for cluster DNS
+# (core calls functions at <service>.<namespace>:9443).
+#
+# The provider's Pod uses the host's network (a hostNetwork overlay of examples/provider's
+# runtime config, as a platform team would apply to reach a private cloud from the nodes): the
+# test bed's OpenStack listens on 127.0.0.1, and its servers are routed from the host only. Its
+# metrics and health ports are chosen here (PROVIDER_*_PORT). EtcdClusters run on the test bed's
+# Nova servers, as examples/providerconfig's etcdMachines says; local machines (processes on
+# the provider's host) are for the integration tests only.
 #
 # Package names: packages are pushed to 127.0.0.1:<registry port>/<repository>. The Function,
 # Provider and Configuration objects name them by their upstream source (E2E_*_SOURCE, e.g.
@@ -36,53 +45,49 @@
 # those prefixes to the local registry, so a Configuration's dependsOn can name the real upstream
 # packages and still resolve here; dependency resolution is keyed on the original source.
 #
-# State lives in $RUN_DIR/e2e (RUN_DIR defaults to <repo root>/.run): kube/ (kube.sh), pki/,
-# logs/, *.pid, ports.env, e2e.env, cache/ (core's package cache), installed/ (what install-*
-# did, replayed by the next `up`: the registry is in memory, and runtimes are processes).
-# provider.log is $RUN_DIR/e2e/provider.log.
+# State lives in $RUN_DIR/e2e (RUN_DIR defaults to <repo root>/.run): kube/ (kube.sh), node/
+# (node.sh), pki/ (core's client certificate), logs/, *.pid, ports.env, e2e.env, cache/ (core's
+# package cache), installed/ (what install-* did, replayed by the next `up`: the registry is in
+# memory). `down` saves the provider's and the function's Pod logs to logs/.
 #
 # Environment: RUN_DIR, CACHE_DIR, E2E_TIMEOUT (seconds per wait, default 300), E2E_DEBUG=1
 # (core and function debug logs), E2E_PROVIDER_POLL (default 10s), E2E_PROVIDER_SOURCE,
 # E2E_CONFIGURATION_SOURCE, E2E_FUNCTION_PAT_SOURCE (upstream package names, without tag),
-# E2E_PACKAGE_TAG (tag for install-provider/-configuration; default from the .xpkg file name),
-# E2E_LOCAL_MACHINES=1 (the provider may run etcd members as local processes, for make dev).
+# E2E_PACKAGE_TAG (tag for install-provider/-configuration; default from the .xpkg file name).
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=cluster/lib/ports.sh
 source "${REPO_ROOT}/cluster/lib/ports.sh"
-# shellcheck source=cluster/lib/members.sh
-source "${REPO_ROOT}/cluster/lib/members.sh"
 # shellcheck source=cluster/lib/daemon.sh
 source "${REPO_ROOT}/cluster/lib/daemon.sh"
 RUN_DIR=${RUN_DIR:-${REPO_ROOT}/.run}
 CACHE_DIR=${CACHE_DIR:-${REPO_ROOT}/.cache}
 export CACHE_DIR
 STATE=${RUN_DIR}/e2e
-PKI=${STATE}/pki
 LOGS=${STATE}/logs
 INSTALLED=${STATE}/installed
 PORTS_FILE=${STATE}/ports.env
 ENV_FILE=${STATE}/e2e.env
-# With E2E_LOCAL_MACHINES, the provider runs the members of EtcdClusters of machines.type Local
-# as local processes under here, with this etcd.
-MACHINES_DIR=${STATE}/machines
-E2E_ETCD_VERSION=${E2E_ETCD_VERSION:-v3.6.16}
+LOG_PREFIX=e2e.sh
+PID_DIR=${STATE}
 # Everything we run (kubectl, core, functions, the provider) talks to the e2e control plane only.
 export KUBECONFIG=${STATE}/kube/kubeconfig
-# Binaries built from the nested tools/ module, cached next to the other tools.
-TOOLS_BIN=${CACHE_DIR}/e2e
+# Binaries built from the nested tools/ module (cluster/tools.sh bed).
+TOOLS_BIN=$("${REPO_ROOT}/cluster/tools.sh" path bed)
 
 E2E_TIMEOUT=${E2E_TIMEOUT:-300}
+WAIT_TIMEOUT=${E2E_TIMEOUT}
+WAIT_INTERVAL=0.5
 E2E_DEBUG=${E2E_DEBUG:-}
 E2E_PROVIDER_POLL=${E2E_PROVIDER_POLL:-10s}
-E2E_LOCAL_MACHINES=${E2E_LOCAL_MACHINES:-}
 
 CROSSPLANE_NAMESPACE=crossplane-system
-# The Secret named as the revisions' tlsServerSecretName. Core reads its tls.crt while it
-# establishes a package with a runtime (for webhook CA bundles) and fails without it; nothing
-# serves it, no webhook can reach a local process anyway.
-PACKAGE_TLS_SECRET=e2e-package-runtime-tls
+# The RBAC manager's image: the core binary, imported into the node (never pulled).
+RBAC_MANAGER_IMAGE=stackservices.local/crossplane
+# The provider's runtime config and the objects around it, as a platform team applies them.
+PROVIDER_RUNTIME=${REPO_ROOT}/examples/provider/runtime.yaml
+PROVIDER_RUNTIME_CONFIG=provider-stackservices
 
 FUNCTION_PAT_VERSION=${FUNCTION_PAT_VERSION:-v0.5.0}
 FUNCTION_PAT_REPOSITORY=crossplane-contrib/function-patch-and-transform
@@ -101,16 +106,10 @@ PROVIDER_NAME=stackservices-provider-stackservices
 CONFIGURATION_NAME=stackservices-configuration-stackservices
 
 # Port variables of ports.env and the component that listens on each.
-PORT_VARS=(REGISTRY_PORT CORE_METRICS_PORT CORE_HEALTH_PORT CORE_WEBHOOK_PORT FUNCTION_PAT_PORT
+PORT_VARS=(REGISTRY_PORT CORE_METRICS_PORT CORE_HEALTH_PORT CORE_WEBHOOK_PORT
 	PROVIDER_METRICS_PORT PROVIDER_HEALTH_PORT)
-# Components in start order; `down` stops them in reverse.
-COMPONENTS=(registry crossplane function-pat provider)
-
-log() { printf 'e2e.sh: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
+# Daemons in start order; `down` stops them in reverse.
+DAEMONS=(registry crossplane)
 
 usage() {
 	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
@@ -120,28 +119,18 @@ usage() {
 # ---------------------------------------------------------------------------------------------
 # tools
 
-KUBE_BIN='' CORE_DIR='' FN_DIR='' CLI='' ETCD_BINARIES=''
+KUBE_BIN='' CORE_DIR='' FN_DIR='' CLI=''
 resolve_tools() {
 	# Each is a cache hit (a stat) once built; a cold build of all of them takes minutes.
-	"${REPO_ROOT}/cluster/tools.sh" kube crossplane-core "function-pat@${FUNCTION_PAT_VERSION}" crossplane-cli \
-		"etcd@${E2E_ETCD_VERSION}"
-	ETCD_BINARIES=$(dirname "$("${REPO_ROOT}/cluster/tools.sh" path "etcd@${E2E_ETCD_VERSION}")")
+	"${REPO_ROOT}/cluster/tools.sh" kube crossplane-core "function-pat@${FUNCTION_PAT_VERSION}" crossplane-cli bed
 	KUBE_BIN=$("${REPO_ROOT}/cluster/tools.sh" path kube)
 	CORE_DIR=$("${REPO_ROOT}/cluster/tools.sh" path crossplane-core)
 	FN_DIR=$("${REPO_ROOT}/cluster/tools.sh" path "function-pat@${FUNCTION_PAT_VERSION}")
 	CLI=$("${REPO_ROOT}/cluster/tools.sh" path crossplane-cli)
-	# The registry and the image builder come from the nested tools/ module, which pins
-	# go-containerregistry apart from the provider's go.mod. go build relinks only on change.
-	local cmd
-	for cmd in registry runtime-image; do
-		(cd "${REPO_ROOT}/tools" && CGO_ENABLED=0 GOWORK=off go build -trimpath -buildvcs=false \
-			-o "${TOOLS_BIN}/${cmd}" "./cmd/${cmd}") || die "cannot build tools/cmd/${cmd}"
-	done
 }
 
 # resolve_tools_quietly finds the binaries without building anything (for down, status, env).
 resolve_tools_quietly() {
-	ETCD_BINARIES=$(dirname "$("${REPO_ROOT}/cluster/tools.sh" path "etcd@${E2E_ETCD_VERSION}")")
 	KUBE_BIN=$("${REPO_ROOT}/cluster/tools.sh" path kube)
 	CORE_DIR=$("${REPO_ROOT}/cluster/tools.sh" path crossplane-core)
 	FN_DIR=$("${REPO_ROOT}/cluster/tools.sh" path "function-pat@${FUNCTION_PAT_VERSION}")
@@ -153,13 +142,13 @@ kubectl_() { "${KUBE_BIN}/kubectl" --request-timeout=30s "$@"; }
 # ---------------------------------------------------------------------------------------------
 # ports (the same scheme as kube.sh: chosen once, reused while free)
 
-
-port_owner() {
+# ours PORT_VAR PORT: the port is held by what we run on it (a daemon of ours, or the
+# provider's Pod, which listens on the host's network).
+ours() {
 	case "$1" in
-	REGISTRY_PORT) echo registry ;;
-	CORE_*) echo crossplane ;;
-	FUNCTION_PAT_PORT) echo function-pat ;;
-	PROVIDER_*) echo provider ;;
+	REGISTRY_PORT) daemon_running registry ;;
+	CORE_*) daemon_running crossplane ;;
+	PROVIDER_*) ss -Htlnp "sport = :$2" 2>/dev/null | grep -q '"provider"' ;;
 	esac
 }
 
@@ -176,7 +165,7 @@ load_ports() {
 	fi
 	for var in "${PORT_VARS[@]}"; do
 		local p=${!var}
-		if [[ -n "${p}" ]] && { port_free "${p}" || running "$(port_owner "${var}")"; }; then
+		if [[ -n "${p}" ]] && { port_free "${p}" || ours "${var}" "${p}"; }; then
 			PICKED="${PICKED:-} ${p}"
 			continue
 		fi
@@ -188,163 +177,11 @@ load_ports() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# certificates
-
-# sign NAME SUBJECT EXTENSIONS issues $PKI/NAME.{key,crt} from the CA.
-sign() {
-	local name=$1 subj=$2 ext=$3
-	openssl ecparam -name prime256v1 -genkey -noout -out "${PKI}/${name}.key" 2>/dev/null
-	openssl req -new -key "${PKI}/${name}.key" -subj "${subj}" -out "${PKI}/${name}.csr"
-	openssl x509 -req -in "${PKI}/${name}.csr" -CA "${PKI}/ca.crt" -CAkey "${PKI}/ca.key" \
-		-set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
-		-extfile <(printf '%s\n' "${ext}") -out "${PKI}/${name}.crt" 2>/dev/null
-	rm -f "${PKI}/${name}.csr"
-}
-
-# certs_dir DIR NAME lays out NAME's key pair with the CA the way both core
-# (--tls-client-certs-dir) and function-sdk-go (--tls-certs-dir) read it.
-certs_dir() {
-	local dir=${PKI}/$1 name=$2
-	mkdir -p "${dir}"
-	cp "${PKI}/ca.crt" "${dir}/ca.crt"
-	cp "${PKI}/${name}.crt" "${dir}/tls.crt"
-	cp "${PKI}/${name}.key" "${dir}/tls.key"
-}
-
-# ensure_pki creates, once, a CA of its own (apart from the control plane's), core's client
-# certificate and the functions' server certificate. Core dials 127.0.0.1:<port>, so the server
-# certificate must name IP:127.0.0.1.
-ensure_pki() {
-	[[ -f "${PKI}/done" ]] && return 0
-	rm -rf "${PKI}"
-	mkdir -p "${PKI}"
-	chmod 700 "${PKI}"
-	openssl ecparam -name prime256v1 -genkey -noout -out "${PKI}/ca.key" 2>/dev/null
-	openssl req -x509 -new -key "${PKI}/ca.key" -subj "/CN=provider-stackservices-e2e-ca" \
-		-days 3650 -sha256 -out "${PKI}/ca.crt" -config <(printf '%s\n' \
-			'[req]' 'distinguished_name = dn' 'x509_extensions = ca' '[dn]' '[ca]' \
-			'basicConstraints = critical,CA:TRUE' \
-			'keyUsage = critical,keyCertSign,cRLSign,digitalSignature' \
-			'subjectKeyIdentifier = hash')
-	local leaf="basicConstraints=critical,CA:FALSE
-keyUsage=critical,digitalSignature,keyEncipherment"
-	sign core-client "/CN=crossplane" "${leaf}
-extendedKeyUsage=clientAuth"
-	sign function-server "/CN=e2e-function" "${leaf}
-extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,DNS:localhost"
-	certs_dir core-client core-client
-	certs_dir function-server function-server
-	touch "${PKI}/done"
-}
-
-# ---------------------------------------------------------------------------------------------
 # processes
-
-pid_file() { echo "${STATE}/$1.pid"; }
-
-# running NAME succeeds when NAME's recorded PID is alive and still runs the binary recorded with
-# it (a stale PID file after a reboot may name an unrelated process, which we must never signal).
-running() {
-	local f pid exe argv0=
-	f=$(pid_file "$1")
-	[[ -f "${f}" ]] || return 1
-	read -r pid exe <"${f}" || true
-	[[ "${pid}" =~ ^[0-9]+$ && -n "${exe}" ]] || return 1
-	[[ -r "/proc/${pid}/cmdline" ]] || return 1
-	IFS= read -r -d '' argv0 <"/proc/${pid}/cmdline" 2>/dev/null || true
-	[[ "${argv0##*/}" == "${exe}" ]]
-}
-
-pid_of() {
-	local pid _
-	read -r pid _ <"$(pid_file "$1")"
-	echo "${pid}"
-}
-
-# start NAME LOG BINARY ARGS... launches BINARY in its own session (^C in the calling make does
-# not take it down), stdin closed, output appended to LOG, and records its PID. fd 7 is our lock:
-# a daemon inheriting it would hold the lock for as long as it runs.
-start() {
-	local name=$1 logf=$2 bin=$3
-	shift 3
-	running "${name}" && return 0
-	log "starting ${name}"
-	setsid "${bin}" "$@" </dev/null >>"${logf}" 2>&1 7>&- &
-	local pid=$!
-	echo "${pid} ${bin##*/}" >"$(pid_file "${name}")"
-	await_exec "${pid}" "${bin##*/}"
-}
-
-# stop NAME sends TERM, waits up to 15 s (the provider drains in-flight reconciles), then KILLs.
-stop() {
-	local name=$1 pid i
-	if running "${name}"; then
-		pid=$(pid_of "${name}")
-		log "stopping ${name} (pid ${pid})"
-		kill -TERM "${pid}" 2>/dev/null || true
-		for ((i = 0; i < 150; i++)); do
-			running "${name}" || break
-			sleep 0.1
-		done
-		if running "${name}"; then
-			log "${name} ignored TERM for 15s, killing"
-			kill -KILL "${pid}" 2>/dev/null || true
-			sleep 0.2
-		fi
-	fi
-	rm -f "$(pid_file "${name}")"
-}
-
-log_of() {
-	case "$1" in
-	provider) echo "${STATE}/provider.log" ;;
-	*) echo "${LOGS}/$1.log" ;;
-	esac
-}
-
-# forget_dead removes the PID files of components that exited since we started them (a crash,
-# a reboot), so that they are started again instead of failing every wait with check_alive.
-forget_dead() {
-	local c
-	for c in "${COMPONENTS[@]}"; do
-		if [[ -f "$(pid_file "${c}")" ]] && ! running "${c}"; then
-			log "${c} had exited (log: $(log_of "${c}"))"
-			rm -f "$(pid_file "${c}")"
-		fi
-	done
-}
-
-# check_alive fails, showing the end of its log, when a component we started has died.
-check_alive() {
-	local c
-	for c in "${COMPONENTS[@]}"; do
-		if [[ -f "$(pid_file "${c}")" ]] && ! running "${c}"; then
-			tail -n 30 "$(log_of "${c}")" >&2 || true
-			die "${c} exited (log: $(log_of "${c}"))"
-		fi
-	done
-}
-
-# wait_for WHAT CMD... polls CMD every 0.5 s until it succeeds, for at most E2E_TIMEOUT seconds;
-# it fails fast when one of our components died. ON_TIMEOUT, if set, is run before giving up.
-ON_TIMEOUT=
-wait_for() {
-	local what=$1 deadline=$((SECONDS + E2E_TIMEOUT))
-	shift
-	while ! "$@" >/dev/null 2>&1; do
-		check_alive
-		if ((SECONDS >= deadline)); then
-			if [[ -n "${ON_TIMEOUT}" ]]; then ${ON_TIMEOUT} >&2 || true; fi
-			die "timed out after ${E2E_TIMEOUT}s waiting for ${what} (logs: ${LOGS}, ${STATE}/provider.log)"
-		fi
-		sleep 0.5
-	done
-}
 
 http_ok() { curl -fsS --max-time 2 -o /dev/null "$1"; }
 
-listening() { ! port_free "$1"; }
+node_sh() { RUN_DIR=${STATE} "${REPO_ROOT}/cluster/node.sh" "$@" 7>&-; }
 
 # ---------------------------------------------------------------------------------------------
 # registry and packages
@@ -479,74 +316,37 @@ describe_package() {
 	kubectl_ get events -A --field-selector "involvedObject.name=${rev:-${name}}" 2>/dev/null | tail -n 10 || true
 }
 
-# revision_name NAME DIGEST GENERATION is the name core gives the package revision of that digest
-# and generation (pkg/manager: FriendlyID(name, sha256(hex|generation)[:12])). Waiting for this
-# exact revision, not for status.currentRevision, matters when a package is pushed again under
-# the same tag: until core notices, currentRevision names the old revision.
-revision_name() {
-	local hash
-	hash=$(printf '%s|%s' "${2#sha256:}" "$3" | sha256sum)
-	echo "${1:0:50}-${hash:0:12}"
+# revisions KIND NAME prints the names of the package's revisions.
+revisions() {
+	kubectl_ get "$(pkgres "$1revision")" -l "pkg.crossplane.io/package=$2" -o name 2>/dev/null | sed 's|.*/||'
 }
 
-# mark_runtime_healthy KIND NAME [ENDPOINT] does to a package revision's status what core's
-# Deployment runtime would: tlsServerSecretName, the function endpoint, and a RuntimeHealthy=True
-# condition added to (or replacing its own in) the revision's conditions. A JSON patch with a
-# resourceVersion test, so a concurrent status update of core is not overwritten (retried).
-mark_runtime_healthy() {
-	local kind=$1 name=$2 endpoint=${3:-} attempt
-	for ((attempt = 0; attempt < 20; attempt++)); do
-		local out rv has_status types idx=-1 i=0 t ops now
-		out=$(kubectl_ get "$(pkgres "${kind}")" "${name}" -o \
-			jsonpath='{.metadata.resourceVersion}{"\n"}{.status}{"\n"}{range .status.conditions[*]}{.type}{"\n"}{end}') ||
-			return 1
-		rv=$(sed -n 1p <<<"${out}")
-		has_status=$(sed -n 2p <<<"${out}")
-		types=$(sed -n '3,$p' <<<"${out}")
-		while IFS= read -r t; do
-			[[ -z "${t}" ]] && continue
-			[[ "${t}" == RuntimeHealthy ]] && idx=${i}
-			i=$((i + 1))
-		done <<<"${types}"
-		now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-		local cond='{"type":"RuntimeHealthy","status":"True","reason":"HealthyPackageRevision","message":"local process started by cluster/e2e.sh","lastTransitionTime":"'${now}'"}'
-		ops='[{"op":"test","path":"/metadata/resourceVersion","value":"'${rv}'"}'
-		[[ -n "${has_status}" ]] || ops+=',{"op":"add","path":"/status","value":{}}'
-		ops+=',{"op":"add","path":"/status/tlsServerSecretName","value":"'${PACKAGE_TLS_SECRET}'"}'
-		[[ -n "${endpoint}" ]] && ops+=',{"op":"add","path":"/status/endpoint","value":"'${endpoint}'"}'
-		if ((idx >= 0)); then
-			ops+=',{"op":"replace","path":"/status/conditions/'${idx}'","value":'${cond}'}'
-		elif ((i > 0)); then
-			ops+=',{"op":"add","path":"/status/conditions/-","value":'${cond}'}'
-		else
-			ops+=',{"op":"add","path":"/status/conditions","value":['${cond}']}'
-		fi
-		ops+=']'
-		if kubectl_ patch "$(pkgres "${kind}")" "${name}" --subresource=status --type=json -p "${ops}" >/dev/null 2>&1; then
-			return 0
-		fi
-		sleep 0.5
-	done
-	# Not fatal: the callers poll, and give up with the package's conditions on their deadline.
-	log "cannot patch the status of ${kind} ${name}"
-	return 1
+# new_current_and_healthy KIND NAME OLD_REVISIONS: the package's current revision is one that
+# did not exist before (OLD_REVISIONS, space separated), and it is Healthy and Installed. What
+# to wait for after pushing new content under the same tag: until core notices, the current
+# revision is the old one, and Healthy.
+new_current_and_healthy() {
+	local current
+	current=$(kubectl_ get "$(pkgres "$1")" "$2" -o jsonpath='{.status.currentRevision}') || return 1
+	[[ -n "${current}" && " $3 " != *" ${current} "* ]] && healthy_and_installed "$1" "$2"
 }
 
-runtime_marked() { # KIND NAME [ENDPOINT]
-	[[ "$(condition "$1" "$2" RuntimeHealthy)" == True ]] || return 1
-	[[ -z "${3:-}" ]] || [[ "$(kubectl_ get "$(pkgres "$1")" "$2" -o jsonpath='{.status.endpoint}')" == "$3" ]]
+# wait_installed KIND NAME DIGEST OLD_DIGEST OLD_REVISIONS waits until the package runs DIGEST:
+# a new revision when the content changed, else the current one, Healthy and Installed.
+wait_installed() {
+	local kind=$1 name=$2 digest=$3 old_digest=$4 old_revisions=$5
+	ON_TIMEOUT="describe_package ${kind} ${name}"
+	if [[ -n "${old_revisions}" && "${digest}" != "${old_digest}" ]]; then
+		wait_for "${kind^} ${name} Healthy and Installed with a new revision (${digest})" \
+			new_current_and_healthy "${kind}" "${name}" "${old_revisions}"
+	else
+		wait_for "${kind^} ${name} Healthy and Installed" healthy_and_installed "${kind}" "${name}"
+	fi
+	ON_TIMEOUT=
 }
 
-# package_ready KIND NAME REVISION [ENDPOINT] is the loop body of waiting for a package with a
-# runtime: once REVISION exists, (re)mark its runtime healthy whenever core's own status writes
-# dropped our marks, until the package is Healthy and Installed.
-package_ready() {
-	local kind=$1 name=$2 rev=$3 endpoint=${4:-}
-	kubectl_ get "$(pkgres "${kind}revision")" "${rev}" >/dev/null 2>&1 || return 1
-	runtime_marked "${kind}revision" "${rev}" "${endpoint}" ||
-		mark_runtime_healthy "${kind}revision" "${rev}" "${endpoint}"
-	current_and_healthy "${kind}" "${name}" "${rev}"
-}
+# recorded_digest RECORD prints the digest an install-* recorded (empty when none).
+recorded_digest() { sed -n 's/^DIGEST=//p' "$1" 2>/dev/null || true; }
 
 # apply_package KIND NAME SOURCE DIGEST [EXTRA SPEC YAML] applies a package object. The digest
 # annotation makes core reconcile (and re-resolve the tag) when only the pushed content changed.
@@ -576,36 +376,86 @@ dns_label() {
 	echo "${l//[^a-z0-9-]/}"
 }
 
-generation_of() { kubectl_ get "$(pkgres "$1")" "$2" -o jsonpath='{.metadata.generation}'; }
-
 # ---------------------------------------------------------------------------------------------
 # runtimes
 
-start_function_pat() {
-	local args=(--address="127.0.0.1:${FUNCTION_PAT_PORT}" --tls-certs-dir="${PKI}/function-server")
-	[[ -n "${E2E_DEBUG}" ]] && args+=(--debug)
-	start function-pat "$(log_of function-pat)" "${FN_DIR}/function" "${args[@]}"
-	wait_for "function-patch-and-transform on 127.0.0.1:${FUNCTION_PAT_PORT}" \
-		listening "${FUNCTION_PAT_PORT}"
+# start_rbac_manager runs `crossplane rbac start` as a Deployment, from an image of the core
+# binary, under a ServiceAccount bound to cluster-admin (what Crossplane's chart gives it: it
+# grants every package's roles). In a Pod it has a network of its own: on the host its fixed
+# metrics port (:8080) is taken.
+start_rbac_manager() {
+	local image=${RBAC_MANAGER_IMAGE}:${CORE_DIR##*/} tar=${STATE}/rbac-manager-image.tar
+	"${TOOLS_BIN}/runtime-image" -binary "${CORE_DIR}/crossplane" -entrypoint /usr/local/bin/crossplane \
+		-tag "${image}" -out "${tar}" >/dev/null || die "cannot build the RBAC manager's image"
+	node_sh import "${tar}"
+	kubectl_ apply -f - >/dev/null <<-EOF
+		apiVersion: v1
+		kind: ServiceAccount
+		metadata:
+		  name: rbac-manager
+		  namespace: ${CROSSPLANE_NAMESPACE}
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRoleBinding
+		metadata:
+		  name: crossplane-rbac-manager
+		roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+		subjects:
+		- {kind: ServiceAccount, name: rbac-manager, namespace: ${CROSSPLANE_NAMESPACE}}
+		---
+		apiVersion: apps/v1
+		kind: Deployment
+		metadata:
+		  name: crossplane-rbac-manager
+		  namespace: ${CROSSPLANE_NAMESPACE}
+		spec:
+		  replicas: 1
+		  selector: {matchLabels: {app: crossplane-rbac-manager}}
+		  template:
+		    metadata: {labels: {app: crossplane-rbac-manager}}
+		    spec:
+		      serviceAccountName: rbac-manager
+		      containers:
+		      - name: rbac-manager
+		        image: ${image}
+		        imagePullPolicy: Never
+		        args: [rbac, start]
+		        env:
+		        - {name: POD_NAMESPACE, value: ${CROSSPLANE_NAMESPACE}}
+	EOF
+	ON_TIMEOUT="kubectl_ -n ${CROSSPLANE_NAMESPACE} describe pods -l app=crossplane-rbac-manager"
+	wait_for "the RBAC manager's Pod Ready" kubectl_ -n "${CROSSPLANE_NAMESPACE}" rollout status \
+		deployment/crossplane-rbac-manager --timeout=1s
+	ON_TIMEOUT=
 }
 
-# start_provider runs the provider with the flags examples/provider/runtime.yaml gives the
-# packaged one (local machines only with E2E_LOCAL_MACHINES=1).
-start_provider() {
-	local args=(--etcd-provider-cidr=198.18.0.0/15) sums
-	# The checksums of the test bed's mirror of etcd releases, which cluster/openstack.sh packs.
+# configure_provider_runtime applies examples/provider/runtime.yaml (the ServiceAccount, the
+# DeploymentRuntimeConfig, the etcd releases' checksums ConfigMap and the ClusterRole) with
+# what this test bed fills in, as the README tells a platform team to: the checksums of the test
+# bed's mirror, the host's network (see the header), the ports, the poll interval and the range
+# the provider reaches the servers from.
+configure_provider_runtime() {
+	local sums
 	sums="$("${REPO_ROOT}/cluster/tools.sh" path etcd-release)/SHA256SUMS"
 	[[ -f "${sums}" ]] || die "no ${sums}: bring the test bed up first (cluster/openstack.sh up)"
-	args+=(--etcd-release-checksums="${sums}")
-	if [[ -n "${E2E_LOCAL_MACHINES}" ]]; then
-		args+=(--enable-local-machines --local-machines-dir="${MACHINES_DIR}" --etcd-binaries-dir="${ETCD_BINARIES}")
-	fi
-	start provider "$(log_of provider)" "${STATE}/bin/provider" \
-		--metrics-bind-address="127.0.0.1:${PROVIDER_METRICS_PORT}" \
-		--health-probe-bind-address="127.0.0.1:${PROVIDER_HEALTH_PORT}" \
-		--poll="${E2E_PROVIDER_POLL}" --debug \
-		"${args[@]}"
-	wait_for "the provider's /readyz" http_ok "http://127.0.0.1:${PROVIDER_HEALTH_PORT}/readyz"
+	kubectl_ apply -f "${PROVIDER_RUNTIME}" >/dev/null
+	kubectl_ -n "${CROSSPLANE_NAMESPACE}" create configmap provider-stackservices-etcd-releases \
+		--from-file=SHA256SUMS="${sums}" --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
+	local args=(--poll="${E2E_PROVIDER_POLL}" --leader-election --etcd-provider-cidr=198.18.0.0/15
+		--etcd-release-checksums=/etc/etcd-releases/SHA256SUMS
+		--metrics-bind-address="127.0.0.1:${PROVIDER_METRICS_PORT}"
+		--health-probe-bind-address="127.0.0.1:${PROVIDER_HEALTH_PORT}" --debug) json a
+	json=$(printf '"%s",' "${args[@]}")
+	kubectl_ patch deploymentruntimeconfigs.pkg.crossplane.io "${PROVIDER_RUNTIME_CONFIG}" --type=json -p "[
+		{\"op\": \"add\", \"path\": \"/spec/deploymentTemplate/spec/template/spec/hostNetwork\", \"value\": true},
+		{\"op\": \"add\", \"path\": \"/spec/deploymentTemplate/spec/template/spec/dnsPolicy\", \"value\": \"ClusterFirstWithHostNet\"},
+		{\"op\": \"replace\", \"path\": \"/spec/deploymentTemplate/spec/template/spec/containers/0/args\", \"value\": [${json%,}]}
+	]" >/dev/null
+}
+
+# pod_logs SELECTOR FILE saves the logs of the Pods of SELECTOR in crossplane-system to FILE.
+pod_logs() {
+	kubectl_ -n "${CROSSPLANE_NAMESPACE}" logs -l "$1" --tail=-1 --prefix >"$2" 2>&1 || true
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -624,12 +474,10 @@ write_env() {
 		echo "E2E_CROSSPLANE_NAMESPACE=${CROSSPLANE_NAMESPACE}"
 		echo "E2E_FUNCTION_PAT_NAME=${FUNCTION_PAT_NAME}"
 		echo "E2E_FUNCTION_PAT_PACKAGE=${E2E_FUNCTION_PAT_SOURCE}:${FUNCTION_PAT_VERSION}"
-		echo "E2E_FUNCTION_PAT_BINARY=${FN_DIR}/function"
 		echo "E2E_PROVIDER_NAME=${PROVIDER_NAME}"
 		echo "E2E_PROVIDER_SOURCE=${E2E_PROVIDER_SOURCE}"
 		echo "E2E_CONFIGURATION_NAME=${CONFIGURATION_NAME}"
 		echo "E2E_CONFIGURATION_SOURCE=${E2E_CONFIGURATION_SOURCE}"
-		echo "E2E_PROVIDER_LOG=${STATE}/provider.log"
 		for var in "${PORT_VARS[@]}"; do echo "E2E_${var}=${!var}"; done
 	} >"${tmp}"
 	mv -f "${tmp}" "${ENV_FILE}"
@@ -650,8 +498,8 @@ core_init() {
 	for ((attempt = 1; attempt <= 10; attempt++)); do
 		# Environment, not flags, as the Helm chart does: v2.4.0 misparses --crds-path, and kong
 		# spells the CA flag --tlsca-secret-name. The TLS Secret names are required (else
-		# `cannot get TLS secret: : resource name may not be empty`); init fills them with a CA
-		# and client certificate of its own that nothing here uses (core start reads ours).
+		# `cannot get TLS secret: : resource name may not be empty`); init fills them with the
+		# CA every runtime's certificates are signed by, and core's client certificate.
 		if out=$(CRDS_PATH="${CORE_DIR}/crds" TLS_CA_SECRET_NAME=crossplane-root-ca \
 			TLS_CLIENT_SECRET_NAME=crossplane-tls-client \
 			"${CORE_DIR}/crossplane" core init --enable-webhooks=false \
@@ -669,27 +517,42 @@ core_init() {
 	die "crossplane core init failed (log: ${LOGS}/core-init.log)"
 }
 
+# core_client_certs writes the client certificate core init made (Secret crossplane-tls-client,
+# signed by crossplane-root-ca like every runtime's server certificate) where core start reads it.
+core_client_certs() {
+	local dir=${STATE}/pki/core-client key
+	mkdir -p "${dir}"
+	chmod 700 "${STATE}/pki"
+	for key in ca.crt tls.crt tls.key; do
+		kubectl_ -n "${CROSSPLANE_NAMESPACE}" get secret crossplane-tls-client \
+			-o jsonpath="{.data.${key//./\\.}}" | base64 -d >"${dir}/${key}"
+		[[ -s "${dir}/${key}" ]] || die "Secret crossplane-tls-client has no ${key}"
+	done
+}
+
 start_core() {
-	running crossplane && return 0
+	daemon_running crossplane && return 0
 	kubectl_ create namespace "${CROSSPLANE_NAMESPACE}" --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
+	# The Deployment runtime reads core's own ServiceAccount (the chart makes it).
+	kubectl_ -n "${CROSSPLANE_NAMESPACE}" create serviceaccount crossplane --dry-run=client -o yaml |
+		kubectl_ apply -f - >/dev/null
 	log "crossplane core init"
 	core_init
-	# The Secret every revision names as tlsServerSecretName (see PACKAGE_TLS_SECRET).
-	kubectl_ -n "${CROSSPLANE_NAMESPACE}" create secret generic "${PACKAGE_TLS_SECRET}" \
-		--from-file=tls.crt="${PKI}/function-server/tls.crt" --dry-run=client -o yaml |
-		kubectl_ apply -f - >/dev/null
+	core_client_certs
 	# Before core starts, so its first pulls already go to the local registry.
 	image_config
 	mkdir -p "${STATE}/cache/xpkg" "${STATE}/cache/xfn"
 	local debug=()
 	[[ -n "${E2E_DEBUG}" ]] && debug=(--debug)
-	# Core binds its metrics and probe ports on all addresses (":<port>"; v2.4.0 has no host
-	# flag); webhooks are off, the port is set anyway so nothing can claim :9443 by default.
-	start crossplane "$(log_of crossplane)" "${CORE_DIR}/crossplane" "${debug[@]}" core start \
+	# In the node's mount namespace, for its hosts file (see the header). Core binds its metrics
+	# and probe ports on all addresses (":<port>"; v2.4.0 has no host flag); webhooks are off,
+	# the port is set anyway so nothing can claim :9443 by default.
+	DAEMON_MATCH="${CORE_DIR}/crossplane" daemon_start crossplane "$(daemon_log crossplane)" \
+		nsenter -t "$(node_sh pid)" -m -- "${CORE_DIR}/crossplane" "${debug[@]}" core start \
 		--namespace="${CROSSPLANE_NAMESPACE}" \
-		--package-runtime=External \
+		--package-runtime=Deployment \
 		--enable-webhooks=false \
-		--tls-client-certs-dir="${PKI}/core-client" \
+		--tls-client-certs-dir="${STATE}/pki/core-client" \
 		--xpkg-cache-dir="${STATE}/cache/xpkg" \
 		--xfn-cache-dir="${STATE}/cache/xfn" \
 		--metrics-port="${CORE_METRICS_PORT}" \
@@ -744,22 +607,15 @@ repush() {
 
 REPUSHED=false
 
-# restart (for installed_each) starts the runtimes of installed packages again and, when core
-# may have seen the registry without their packages, makes it reconcile them right away (any
-# change of the object queues it) instead of after its error backoff.
+# restart (for installed_each) brings what the runtimes need back after a down (the provider's
+# runtime config names ports that may have changed; core resolves the function's Service
+# through the hosts file) and, when core may have seen the registry without their packages,
+# makes it reconcile them right away (any change of the object queues it) instead of after its
+# error backoff.
 restart() {
 	local kind=$1 name=$2
 	case "${kind}" in
-	function)
-		start_function_pat
-		# The port may have changed while we were down.
-		local rev endpoint=127.0.0.1:${FUNCTION_PAT_PORT}
-		rev=$(kubectl_ get "$(pkgres function)" "${name}" -o jsonpath='{.status.currentRevision}')
-		if [[ -n "${rev}" ]] && ! runtime_marked functionrevision "${rev}" "${endpoint}"; then
-			mark_runtime_healthy functionrevision "${rev}" "${endpoint}"
-		fi
-		;;
-	provider) start_provider ;;
+	provider) configure_provider_runtime ;;
 	esac
 	if ${REPUSHED}; then
 		kubectl_ annotate --overwrite "$(pkgres "${kind}")" "${name}" \
@@ -772,20 +628,27 @@ healthy_again() {
 	ON_TIMEOUT="describe_package $1 $2"
 	wait_for "${1^} $2 Healthy again" healthy_and_installed "$1" "$2"
 	ON_TIMEOUT=
+	case "$1" in
+	provider) wait_for "the provider's /readyz" provider_ready ;;
+	esac
 }
+
+# resolvable NAME: core's hosts file (see cluster/node.sh) names NAME.
+resolvable() { grep -q " $1 " "${STATE}/node/etc/hosts"; }
+
+provider_ready() { http_ok "http://127.0.0.1:${PROVIDER_HEALTH_PORT}/readyz"; }
 
 cmd_up() {
 	local t0=${SECONDS}
 	lock
 	mkdir -p "${LOGS}" "${INSTALLED}"
-	forget_dead
+	daemon_forget_dead "${DAEMONS[@]}"
 	resolve_tools
-	# Our own control plane: its state is $STATE/kube, apart from the dev cluster of `make dev`.
-	RUN_DIR=${STATE} "${REPO_ROOT}/cluster/kube.sh" up 7>&-
-	ensure_pki
+	# Our own cluster: its state is $STATE/kube and $STATE/node, apart from any other RUN_DIR.
+	node_sh up
 	load_ports
 
-	start registry "$(log_of registry)" "${TOOLS_BIN}/registry" \
+	daemon_start registry "$(daemon_log registry)" "${TOOLS_BIN}/registry" \
 		-addr="127.0.0.1:${REGISTRY_PORT}" -addr-file="${STATE}/registry.addr"
 	wait_for "the registry on $(registry)" http_ok "http://$(registry)/v2/"
 
@@ -795,6 +658,7 @@ cmd_up() {
 	installed_each prune
 	installed_each repush
 	start_core
+	start_rbac_manager
 	# Again when core was running already: the registry port may have changed.
 	image_config
 	installed_each restart
@@ -805,36 +669,46 @@ cmd_up() {
 
 # require_up loads what install-* needs and fails unless `up` has run.
 require_up() {
-	if ! running registry || ! running crossplane; then
+	if ! daemon_running registry || ! daemon_running crossplane; then
 		die "not up: run cluster/e2e.sh up first"
 	fi
-	forget_dead
+	daemon_forget_dead "${DAEMONS[@]}"
 	resolve_tools_quietly
 	load_ports
 	write_env
 	mkdir -p "${INSTALLED}"
 }
 
+# record FILE KIND NAME REPOSITORY TAG XPKG DIGEST writes what an install-* did, for `up` to
+# replay.
+record() {
+	cat >"$1" <<-EOF
+		KIND=$2
+		NAME=$3
+		REPOSITORY=$4
+		TAG=$5
+		XPKG=$6
+		DIGEST=$7
+	EOF
+}
+
 cmd_install_function() {
 	lock
 	require_up
 	ensure_function_pushed
-	local source=${E2E_FUNCTION_PAT_SOURCE}:${FUNCTION_PAT_VERSION} digest rev t0=${SECONDS}
+	local source=${E2E_FUNCTION_PAT_SOURCE}:${FUNCTION_PAT_VERSION} digest before record t0=${SECONDS}
+	record=${INSTALLED}/function-pat.env
 	digest=$(pushed_digest "${FUNCTION_PAT_REPOSITORY}" "${FUNCTION_PAT_VERSION}")
+	before=$(revisions function "${FUNCTION_PAT_NAME}" | tr '\n' ' ')
 	apply_package Function "${FUNCTION_PAT_NAME}" "${source}" "${digest}"
-	rev=$(revision_name "${FUNCTION_PAT_NAME}" "${digest}" "$(generation_of function "${FUNCTION_PAT_NAME}")")
-	start_function_pat
-	cat >"${INSTALLED}/function-pat.env" <<-EOF
-		KIND=function
-		NAME=${FUNCTION_PAT_NAME}
-		REPOSITORY=${FUNCTION_PAT_REPOSITORY}
-		TAG=${FUNCTION_PAT_VERSION}
-		XPKG=${FN_XPKG}
-	EOF
-	ON_TIMEOUT="describe_package function ${FUNCTION_PAT_NAME}"
-	wait_for "Function ${FUNCTION_PAT_NAME} (revision ${rev}) Healthy and Installed" \
-		package_ready function "${FUNCTION_PAT_NAME}" "${rev}" "127.0.0.1:${FUNCTION_PAT_PORT}"
-	log "Function ${FUNCTION_PAT_NAME} healthy in $((SECONDS - t0))s (${source}, mTLS on 127.0.0.1:${FUNCTION_PAT_PORT})"
+	wait_installed function "${FUNCTION_PAT_NAME}" "${digest}" "$(recorded_digest "${record}")" "${before}"
+	record "${record}" function "${FUNCTION_PAT_NAME}" "${FUNCTION_PAT_REPOSITORY}" \
+		"${FUNCTION_PAT_VERSION}" "${FN_XPKG}" "${digest}"
+	ON_TIMEOUT="tail -n 5 ${STATE}/node/logs/dns.log"
+	wait_for "the function's Service resolvable by core" resolvable \
+		"${FUNCTION_PAT_NAME}.${CROSSPLANE_NAMESPACE}"
+	ON_TIMEOUT=
+	log "Function ${FUNCTION_PAT_NAME} healthy in $((SECONDS - t0))s (${source}, a Pod on the node)"
 }
 
 # mrds_active: every MRD of the provider is Active and its CRD Established (provider's group
@@ -852,47 +726,39 @@ mrds_active() {
 }
 
 cmd_install_provider() {
-	[[ $# -eq 2 ]] || usage
-	local xpkg=$1 binary=$2
+	[[ $# -eq 1 ]] || usage
+	local xpkg=$1
 	[[ -f "${xpkg}" ]] || die "${xpkg}: no such package file"
-	[[ -x "${binary}" && -f "${binary}" ]] || die "${binary}: not an executable file"
 	xpkg=$(realpath "${xpkg}")
-	binary=$(realpath "${binary}")
 	lock
 	require_up
-	local tag digest rev t0=${SECONDS}
+	local tag digest before record=${INSTALLED}/provider.env t0=${SECONDS}
 	tag=$(tag_of "${xpkg}")
 	# A copy: the restore of the next `up` must push the very package the revision was made from.
-	mkdir -p "${STATE}/packages" "${STATE}/bin"
+	mkdir -p "${STATE}/packages"
 	cp -f "${xpkg}" "${STATE}/packages/provider.xpkg"
 	push "${STATE}/packages/provider.xpkg" "${PROVIDER_REPOSITORY}" "${tag}"
 	digest=$(pushed_digest "${PROVIDER_REPOSITORY}" "${tag}")
 	log "pushed $(registry)/${PROVIDER_REPOSITORY}:${tag} (${digest})"
-	apply_package Provider "${PROVIDER_NAME}" "${E2E_PROVIDER_SOURCE}:${tag}" "${digest}"
-	rev=$(revision_name "${PROVIDER_NAME}" "${digest}" "$(generation_of provider "${PROVIDER_NAME}")")
-	# What a platform team applies next to the Provider (examples/provider): the activation
-	# policy (safe-start: the managed resources stay inactive MRDs, with no CRD, until a policy
-	# activates them), and the ServiceAccount, runtime config and Node reader role.
-	kubectl_ apply -f "${REPO_ROOT}/examples/provider/activation.yaml" \
-		-f "${REPO_ROOT}/examples/provider/runtime.yaml" >/dev/null
-	cat >"${INSTALLED}/provider.env" <<-EOF
-		KIND=provider
-		NAME=${PROVIDER_NAME}
-		REPOSITORY=${PROVIDER_REPOSITORY}
-		TAG=${tag}
-		XPKG=${STATE}/packages/provider.xpkg
-	EOF
-	ON_TIMEOUT="describe_package provider ${PROVIDER_NAME}"
-	wait_for "Provider ${PROVIDER_NAME} (revision ${rev}) Healthy and Installed" \
-		package_ready provider "${PROVIDER_NAME}" "${rev}"
+	# What a platform team applies next to the Provider (examples/provider): the runtime config
+	# and what it names, and the activation policy (safe-start: the managed resources stay
+	# inactive MRDs, with no CRD, and the runtime scaled to zero, until a policy activates them).
+	configure_provider_runtime
+	kubectl_ apply -f "${REPO_ROOT}/examples/provider/activation.yaml" >/dev/null
+	before=$(revisions provider "${PROVIDER_NAME}" | tr '\n' ' ')
+	apply_package Provider "${PROVIDER_NAME}" "${E2E_PROVIDER_SOURCE}:${tag}" "${digest}" "  runtimeConfigRef:
+    apiVersion: pkg.crossplane.io/v1beta1
+    kind: DeploymentRuntimeConfig
+    name: ${PROVIDER_RUNTIME_CONFIG}"
+	wait_installed provider "${PROVIDER_NAME}" "${digest}" "$(recorded_digest "${record}")" "${before}"
+	record "${record}" provider "${PROVIDER_NAME}" "${PROVIDER_REPOSITORY}" "${tag}" \
+		"${STATE}/packages/provider.xpkg" "${digest}"
 	ON_TIMEOUT="kubectl_ get managedresourcedefinitions"
 	wait_for "the provider's managed resources Active and their CRDs Established" mrds_active
+	ON_TIMEOUT="kubectl_ -n ${CROSSPLANE_NAMESPACE} describe pods"
+	wait_for "the provider's /readyz (its Pod on the host's network)" provider_ready
 	ON_TIMEOUT=
-	# Always the binary given now: it may be a new build.
-	stop provider
-	cp -f "${binary}" "${STATE}/bin/provider"
-	start_provider
-	log "Provider ${PROVIDER_NAME} healthy and running in $((SECONDS - t0))s (log: ${STATE}/provider.log)"
+	log "Provider ${PROVIDER_NAME} healthy and its Pod ready in $((SECONDS - t0))s"
 }
 
 cmd_install_configuration() {
@@ -904,8 +770,9 @@ cmd_install_configuration() {
 	lock
 	require_up
 	# The source: E2E_CONFIGURATION_SOURCE for the product's configuration, else the same host.
-	local name source tag digest rev t0=${SECONDS}
+	local name source tag digest before record t0=${SECONDS}
 	name=$(dns_label "${repo}")
+	record=${INSTALLED}/configuration-${name}.env
 	source=${E2E_CONFIGURATION_SOURCE}
 	[[ "${repo}" == "${CONFIGURATION_REPOSITORY}" ]] || source=${E2E_CONFIGURATION_SOURCE%%/*}/${repo}
 	tag=$(tag_of "${xpkg}")
@@ -917,18 +784,10 @@ cmd_install_configuration() {
 	local extra=''
 	# E2E_SKIP_DEPENDENCY_RESOLUTION=true: install-function/-provider installed them already.
 	[[ "${E2E_SKIP_DEPENDENCY_RESOLUTION:-}" == true ]] && extra='  skipDependencyResolution: true'
+	before=$(revisions configuration "${name}" | tr '\n' ' ')
 	apply_package Configuration "${name}" "${source}:${tag}" "${digest}" "${extra}"
-	rev=$(revision_name "${name}" "${digest}" "$(generation_of configuration "${name}")")
-	cat >"${INSTALLED}/configuration-${name}.env" <<-EOF
-		KIND=configuration
-		NAME=${name}
-		REPOSITORY=${repo}
-		TAG=${tag}
-		XPKG=${STATE}/packages/${name}.xpkg
-	EOF
-	ON_TIMEOUT="describe_package configuration ${name}"
-	wait_for "Configuration ${name} (revision ${rev}) Healthy and Installed" \
-		current_and_healthy configuration "${name}" "${rev}"
+	wait_installed configuration "${name}" "${digest}" "$(recorded_digest "${record}")" "${before}"
+	record "${record}" configuration "${name}" "${repo}" "${tag}" "${STATE}/packages/${name}.xpkg" "${digest}"
 	# The package is Healthy once its objects exist; claims can be applied only once the XRDs
 	# are Established (the XR CRD served) and Offered (the claim CRD served): 2-6 s more.
 	ON_TIMEOUT="kubectl_ get compositeresourcedefinitions"
@@ -1033,37 +892,44 @@ cmd_down() {
 	esac
 	if [[ -d "${STATE}" ]]; then
 		lock
+		mkdir -p "${LOGS}"
+		resolve_tools_quietly
+		if node_sh status >/dev/null 2>&1; then
+			# Kept for a look after a failed run: the Pods' logs go with the node.
+			pod_logs "pkg.crossplane.io/provider=${PROVIDER_NAME}" "${LOGS}/provider.log"
+			pod_logs "pkg.crossplane.io/function=${FUNCTION_PAT_NAME}" "${LOGS}/function-pat.log"
+		fi
 		local i
-		for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-			stop "${COMPONENTS[i]}"
+		for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do
+			daemon_stop "${DAEMONS[i]}"
 		done
-		# Members outlive the provider (their own session): stop what EtcdDatabases left.
-		stop_members "${MACHINES_DIR}"
-		RUN_DIR=${STATE} "${REPO_ROOT}/cluster/kube.sh" down 7>&-
+		node_sh down
 	fi
 	if ${purge}; then
+		[[ -d "${STATE}" ]] && node_sh down --purge
 		rm -rf "${STATE}"
 		log "purged ${STATE}"
 	fi
 }
 
 cmd_status() {
-	local c rc=0
-	for c in "${COMPONENTS[@]}"; do
-		if running "${c}"; then
-			printf '%-24s running (pid %s)\n' "${c}" "$(pid_of "${c}")"
+	local c pid rc=0
+	for c in "${DAEMONS[@]}"; do
+		if pid=$(daemon_pid "${c}"); then
+			printf '%-24s running (pid %s)\n' "${c}" "${pid}"
 		else
 			printf '%-24s stopped\n' "${c}"
-			case "${c}" in registry | crossplane) rc=3 ;; esac
+			rc=3
 		fi
 	done
 	if [[ -f "${PORTS_FILE}" ]]; then
 		sed 's/=/ /' "${PORTS_FILE}" | while read -r var port; do printf '%-24s %s\n' "${var}" "${port}"; done
 	fi
-	RUN_DIR=${STATE} "${REPO_ROOT}/cluster/kube.sh" status | sed 's/^/kube: /' || rc=3
+	node_sh status | sed 's/^/node: /' || rc=3
 	if ((rc == 0)); then
 		resolve_tools_quietly
 		kubectl_ get pkg 2>/dev/null || true
+		kubectl_ -n "${CROSSPLANE_NAMESPACE}" get pods -o wide 2>/dev/null || true
 	fi
 	[[ -f "${ENV_FILE}" ]] && printf '%-24s %s\n' env "${ENV_FILE}"
 	return "${rc}"

@@ -37,6 +37,8 @@ set +m
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(dirname "$SCRIPT_DIR")
+# shellcheck source=cluster/lib/daemon.sh
+source "$REPO_ROOT/cluster/lib/daemon.sh"
 TEMPLATE_DIR=$SCRIPT_DIR/openstack
 # Absolute: the daemons get these paths in their configs and run from another directory.
 RUN_DIR=$(realpath -m "${RUN_DIR:-$REPO_ROOT/.run}")
@@ -44,6 +46,7 @@ STATE_DIR=$RUN_DIR/openstack
 ETC_DIR=$STATE_DIR/etc
 LOG_DIR=$STATE_DIR/log
 PID_DIR=$STATE_DIR/run
+LOG_PREFIX=openstack
 DB_DIR=$STATE_DIR/mysql
 DB_SOCKET=$PID_DIR/mysqld.sock
 ENV_FILE=$STATE_DIR/env
@@ -138,23 +141,8 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 unset PYTHONPATH PYTHONHOME
 while IFS= read -r var; do unset "$var"; done < <(compgen -e | grep '^OS_' || true)
 
-log() { printf 'openstack: %s\n' "$*" >&2; }
-
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-
-# die MESSAGE [LOG...]: print the message and the tail of each log, exit non-zero.
-die() {
-  local msg=$1 f
-  shift
-  log "ERROR: $msg"
-  for f in "$@"; do
-    [[ -s $f ]] || continue
-    printf -- '----- last lines of %s -----\n' "$f" >&2
-    tail -n 40 "$f" >&2
-  done
-  exit 1
-}
 
 # ---------------------------------------------------------------------------------------
 # Processes: PID files, start, stop
@@ -183,24 +171,17 @@ proc_pattern() {
 }
 
 # pid_of SERVICE: print the PID of the running service, fail if it does not run.
-pid_of() {
-  local pidfile=$PID_DIR/$1.pid pid
-  [[ -f $pidfile ]] || return 1
-  pid=$(<"$pidfile")
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  [[ -r /proc/$pid/cmdline ]] || return 1
-  [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == *"$(proc_pattern "$1")"* ]] || return 1
-  echo "$pid"
-}
+pid_of() { daemon_pid "$1"; }
 
-running() { pid_of "$1" >/dev/null; }
+running() { daemon_running "$1"; }
 
 # port_busy PORT: true when something accepts connections on 127.0.0.1:PORT.
 port_busy() { (: <"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
-# start_daemon SERVICE PORT LOGFILE COMMAND...: run COMMAND detached in its own session and
-# record its PID. The command must stay in the foreground (no self-daemonising). PORT is the
-# port it will listen on, which must be free ("-" for a service that listens on none).
+# start_daemon SERVICE PORT LOGFILE COMMAND...: run COMMAND as the daemon SERVICE (lib/daemon.sh),
+# recognised by proc_pattern's word of its command line. The command must stay in the
+# foreground (no self-daemonising). PORT is the port it will listen on, which must be free ("-"
+# for a service that listens on none).
 start_daemon() {
   local svc=$1 port=$2 logfile=$3
   shift 3
@@ -209,17 +190,7 @@ start_daemon() {
     ss -ltnp "sport = :$port" >&2 2>/dev/null || true
     die "$svc: port $HOST:$port is already in use by a process this script did not start"
   fi
-  # 9>&-: the daemon must not inherit the lock of this script.
-  setsid "$@" </dev/null >>"$logfile" 2>&1 9>&- &
-  local pid=$!
-  echo "$pid" >"$PID_DIR/$svc.pid"
-  # Until the fork has exec'd, /proc/PID/cmdline is still this script's: wait for the exec
-  # so that `running` does not take the new daemon for a dead one.
-  for _ in $(seq 100); do
-    running "$svc" && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
+  DAEMON_MATCH=$(proc_pattern "$svc") daemon_start "$svc" "$logfile" "$@"
   running "$svc" || die "$svc exited at once" "$logfile"
 }
 
@@ -227,43 +198,23 @@ start_daemon() {
 # live on and hold the port. Kill them: members of the recorded process group that run
 # from our state dir (so a PID reused after a reboot never matches).
 reap_orphans() {
-  local pidfile=$PID_DIR/$1.pid pgid pid
+  local pidfile pgid pid
+  pidfile=$(daemon_pid_file "$1")
   [[ -f $pidfile ]] || return 0
-  pgid=$(<"$pidfile")
+  read -r pgid _ <"$pidfile" || true
   [[ $pgid =~ ^[0-9]+$ ]] || return 0
   for pid in $(ps -eo pid=,pgid= | awk -v g="$pgid" '$2 == g { print $1 }'); do
-    [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == *"$STATE_DIR"* ]] || continue
+    [[ $(cmdline_of "$pid") == *"$STATE_DIR"* ]] || continue
     log "killing pid $pid, left over from an earlier $1"
     kill -KILL "$pid" 2>/dev/null || true
   done
 }
 
-# stop_service SERVICE [TIMEOUT]: TERM the service's process group, KILL what is left.
+# stop_service SERVICE [TIMEOUT]: stop the service's process group (lib/daemon.sh), and any
+# workers a dead one left.
 stop_service() {
-  local svc=$1 timeout=${2:-30} pid deadline
-  if ! pid=$(pid_of "$svc"); then
-    reap_orphans "$svc"
-    rm -f "$PID_DIR/$svc.pid"
-    return 0
-  fi
-  log "stopping $svc (pid $pid)"
-  # setsid made the daemon a process-group leader: the group is exactly it and its workers.
-  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-  deadline=$((SECONDS + timeout))
-  while group_alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
-  if group_alive "$pid"; then
-    log "$svc did not stop within ${timeout}s, killing it"
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    deadline=$((SECONDS + 10))
-    while group_alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
-  fi
-  rm -f "$PID_DIR/$svc.pid"
-}
-
-# group_alive PGID: true while a process of the group runs. Zombies do not count: the
-# daemons' parent is init by now, which may take seconds to reap them.
-group_alive() {
-  ps -eo pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+  running "$1" || reap_orphans "$1"
+  daemon_stop "$1" "${2:-30}"
 }
 
 # http_code URL [CURL ARGS...]: print the HTTP status of a GET (000 when nothing answers).

@@ -14,12 +14,13 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=cluster/lib/daemon.sh
+source "${REPO_ROOT}/cluster/lib/daemon.sh"
+LOG_PREFIX=test.sh
 cd "${REPO_ROOT}"
 
 # shellcheck source=cluster/lib/members.sh
 source "${REPO_ROOT}/cluster/lib/members.sh"
-
-log() { printf 'test.sh: %s\n' "$*" >&2; }
 
 step() {
 	local name=$1 start=${SECONDS}

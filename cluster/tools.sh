@@ -11,6 +11,8 @@
 # Tools:
 #   kube            k8s.io/kubernetes kube-apiserver, kube-controller-manager, kubectl, plus the
 #                   etcd that runs behind them, in one directory usable as KUBEBUILDER_ASSETS
+#   kube-node       kubelet, kube-proxy and kube-scheduler of the same version, in the same
+#                   directory (cluster/node.sh; `path` prints that directory); not part of `all`
 #   etcd            etcd, etcdctl, etcdutl (any version: etcd@v3.5.35, or ETCD_VERSION=...)
 #   etcd-release    that etcd packed as etcd's release tarball, with a SHA256SUMS of every one packed
 #                   (the test bed's mirror of etcd releases; `path` prints the mirror's directory)
@@ -20,6 +22,8 @@
 #                   next to it in crds/ (for CRDS_PATH); for the e2e tests, not part of `all`
 #   function-pat    function-patch-and-transform (binary `function`) with its package root
 #                   (crossplane.yaml + input CRD) copied next to it in package/; e2e, not in `all`
+#   bed             the test bed's own commands (the nested tools/ module: registry, runtime-image,
+#                   pause), in one directory; rebuilt by go build when their source changed
 #   cloud-init      Debian's cloud-init package, unpacked (never installed: installed, it would
 #                   run at the machine's next boot), with a `cloud-init` wrapper for the schema
 #                   checks of the user-data the provider writes; not part of `all`
@@ -35,6 +39,9 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=cluster/lib/daemon.sh
+source "${REPO_ROOT}/cluster/lib/daemon.sh"
+LOG_PREFIX=tools.sh
 CACHE_DIR=${CACHE_DIR:-${REPO_ROOT}/.cache}
 
 KUBE_VERSION=${KUBE_VERSION:-v1.35.8}
@@ -57,9 +64,6 @@ CLOUD_INIT_VERSION=${CLOUD_INIT_VERSION:-v22.4.2-1+deb12u4}
 # -mod=mod lets go build record any go.sum line go get did not; -buildvcs=false because the scratch
 # modules sit inside the project's git work tree.
 export CGO_ENABLED=0 GOWORK=off GOFLAGS="${GOFLAGS:-} -mod=mod -buildvcs=false"
-
-log() { printf 'tools.sh: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
 usage() {
 	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
@@ -219,6 +223,10 @@ kube_staging_replaces() {
 		}' "${gomod}"
 }
 
+# The control plane's commands (kube), and a node's (kube-node).
+KUBE_CMDS=(kube-apiserver kube-controller-manager kubectl)
+KUBE_NODE_CMDS=(kubelet kube-proxy kube-scheduler)
+
 build_kube() {
 	local version=$1 dir
 	dir=$(kube_dir "${version}")
@@ -226,9 +234,23 @@ build_kube() {
 	with_lock "etcd-${KUBE_ETCD_VERSION}" build_etcd "${KUBE_ETCD_VERSION}"
 	local etcd_bin
 	etcd_bin="$(etcd_dir "${KUBE_ETCD_VERSION}")/etcd"
-	if ! all_exist "${dir}/kube-apiserver" "${dir}/kube-controller-manager" "${dir}/kubectl"; then
+	build_kube_cmds "${version}" "${KUBE_CMDS[@]}"
+	# A symlink keeps one copy of etcd per version; envtest and kube.sh only exec it.
+	if [[ "$(readlink "${dir}/etcd" 2>/dev/null)" != "${etcd_bin}" ]]; then
+		ln -sfn "${etcd_bin}" "${dir}/etcd"
+	fi
+}
+
+# build_kube_cmds VERSION CMD... builds the commands of k8s.io/kubernetes VERSION that are not in
+# its cache directory yet (about 5 minutes cold for the control plane's, 2 for a node's).
+build_kube_cmds() {
+	local version=$1 dir c cmds=()
+	shift
+	dir=$(kube_dir "${version}")
+	for c in "$@"; do all_exist "${dir}/${c}" || cmds+=("${c}"); done
+	if ((${#cmds[@]} > 0)); then
 		local start=${SECONDS}
-		log "building kubernetes ${version} (about 5 minutes cold)"
+		log "building kubernetes ${version}: ${cmds[*]}"
 		(
 			local src="${CACHE_DIR}/src/kube-${version}"
 			scratch_module "${src}" "kube"
@@ -245,7 +267,7 @@ build_kube() {
 			sed -i '/^replace /d' go.mod
 			printf '%s\n' "${replaces}" >>go.mod
 			log "kubernetes ${version}: $(wc -l <<<"${replaces}") staging modules pinned to ${staging}"
-			local cmds=(kube-apiserver kube-controller-manager kubectl) c pkgs=()
+			local pkgs=()
 			for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${c}@${version}"); done
 			quiet go get "${pkgs[@]}" || die "go get kubernetes ${version} failed"
 			# What kubernetes' hack/lib/version.sh stamps: without it the server reports
@@ -263,11 +285,7 @@ build_kube() {
 				log "  ${c}: $((SECONDS - t))s"
 			done
 		)
-		log "built kube ${version} in $((SECONDS - start))s -> ${dir}"
-	fi
-	# A symlink keeps one copy of etcd per version; envtest and kube.sh only exec it.
-	if [[ "$(readlink "${dir}/etcd" 2>/dev/null)" != "${etcd_bin}" ]]; then
-		ln -sfn "${etcd_bin}" "${dir}/etcd"
+		log "built ${cmds[*]} ${version} in $((SECONDS - start))s -> ${dir}"
 	fi
 }
 
@@ -381,6 +399,19 @@ build_function_pat() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# bed
+
+# build_bed builds the commands of the nested tools/ module, which pins go-containerregistry
+# apart from the provider's go.mod. go build relinks only what changed: a second call is cheap.
+build_bed() {
+	local cmd
+	for cmd in registry runtime-image pause; do
+		(cd "${REPO_ROOT}/tools" && CGO_ENABLED=0 GOWORK=off go build -trimpath -buildvcs=false \
+			-o "${CACHE_DIR}/e2e/${cmd}" "./cmd/${cmd}") || die "cannot build tools/cmd/${cmd}"
+	done
+}
+
+# ---------------------------------------------------------------------------------------------
 
 # resolve TOOL[@VERSION] sets NAME and VERSION, defaulting the version per tool.
 resolve() {
@@ -388,14 +419,15 @@ resolve() {
 	VERSION=
 	[[ "$1" == *@* ]] && VERSION=${1#*@}
 	case "${NAME}" in
-	kube) VERSION=${VERSION:-${KUBE_VERSION}} ;;
+	kube | kube-node) VERSION=${VERSION:-${KUBE_VERSION}} ;;
 	etcd | etcd-release) VERSION=${VERSION:-${ETCD_VERSION}} ;;
 	crossplane-cli) VERSION=${VERSION:-${CROSSPLANE_CLI_VERSION}} ;;
 	versitygw) VERSION=${VERSION:-${VERSITYGW_VERSION}} ;;
 	crossplane-core) VERSION=${VERSION:-${CROSSPLANE_CORE_VERSION}} ;;
 	function-pat) VERSION=${VERSION:-${FUNCTION_PAT_VERSION}} ;;
 	cloud-init) VERSION=${VERSION:-${CLOUD_INIT_VERSION}} ;;
-	*) die "unknown tool '${NAME}' (kube, etcd, etcd-release, crossplane-cli, versitygw, crossplane-core, function-pat, cloud-init)" ;;
+	bed) VERSION=v0 ;;
+	*) die "unknown tool '${NAME}' (kube, kube-node, etcd, etcd-release, crossplane-cli, versitygw, crossplane-core, function-pat, cloud-init)" ;;
 	esac
 	[[ "${VERSION}" == v* ]] || die "version '${VERSION}' of ${NAME} must start with v"
 }
@@ -403,7 +435,7 @@ resolve() {
 tool_path() {
 	resolve "$1"
 	case "${NAME}" in
-	kube) kube_dir "${VERSION}" ;;
+	kube | kube-node) kube_dir "${VERSION}" ;;
 	etcd) etcd_dir "${VERSION}" ;;
 	etcd-release) etcd_release_dir ;;
 	crossplane-cli) crossplane_cli_path "${VERSION}" ;;
@@ -411,6 +443,7 @@ tool_path() {
 	crossplane-core) crossplane_core_dir "${VERSION}" ;;
 	function-pat) function_pat_dir "${VERSION}" ;;
 	cloud-init) cloud_init_path "${VERSION}" ;;
+	bed) echo "${CACHE_DIR}/e2e" ;;
 	esac
 }
 
@@ -418,6 +451,7 @@ build_tool() {
 	resolve "$1"
 	case "${NAME}" in
 	kube) with_lock "kube-${VERSION}" build_kube "${VERSION}" ;;
+	kube-node) with_lock "kube-${VERSION}" build_kube_cmds "${VERSION}" "${KUBE_NODE_CMDS[@]}" ;;
 	etcd) with_lock "etcd-${VERSION}" build_etcd "${VERSION}" ;;
 	etcd-release) with_lock "etcd-releases" build_etcd_release "${VERSION}" ;;
 	crossplane-cli) with_lock "crossplane-cli-${VERSION}" build_crossplane_cli "${VERSION}" ;;
@@ -425,6 +459,7 @@ build_tool() {
 	crossplane-core) with_lock "crossplane-core-${VERSION}" build_crossplane_core "${VERSION}" ;;
 	function-pat) with_lock "function-pat-${VERSION}" build_function_pat "${VERSION}" ;;
 	cloud-init) with_lock "cloud-init-${VERSION}" build_cloud_init "${VERSION}" ;;
+	bed) with_lock bed build_bed ;;
 	esac
 }
 

@@ -38,17 +38,12 @@ PORTS_FILE=${STATE}/ports.env
 CREDENTIALS_FILE=${STATE}/credentials
 ENV_FILE=${STATE}/env
 LOG_FILE=${STATE}/versitygw.log
-PID_FILE=${STATE}/versitygw.pid
+LOG_PREFIX=versitygw.sh
+PID_DIR=${STATE}
 
 VGW_UP_TIMEOUT=${VGW_UP_TIMEOUT:-60}
 VGW_EXTRA_ARGS=${VGW_EXTRA_ARGS:-}
 REGION="us-east-1"
-
-log() { printf 'versitygw.sh: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
 
 usage() {
 	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
@@ -68,7 +63,6 @@ resolve_binary() {
 # ---------------------------------------------------------------------------------------------
 # ports and keys
 
-
 # load_ports reads the recorded ports, choosing (and recording) new ones on first use or when a
 # recorded port was taken by someone else while we were down.
 load_ports() {
@@ -79,7 +73,7 @@ load_ports() {
 	for var in S3_PORT ADMIN_PORT; do
 		local p=${!var}
 		# A recorded port in use by our own running versitygw is fine.
-		if [[ -n "${p}" ]] && { port_free "${p}" || running; }; then
+		if [[ -n "${p}" ]] && { port_free "${p}" || daemon_running versitygw; }; then
 			PICKED="${PICKED:-} ${p}"
 			continue
 		fi
@@ -132,33 +126,16 @@ write_env() {
 # ---------------------------------------------------------------------------------------------
 # process
 
-# running succeeds when the recorded PID is alive and still runs versitygw (a stale PID file
-# after a reboot may name an unrelated process, which we must never signal).
-running() {
-	local pid
-	[[ -f "${PID_FILE}" ]] || return 1
-	pid=$(<"${PID_FILE}")
-	[[ "${pid}" =~ ^[0-9]+$ ]] || return 1
-	[[ -r "/proc/${pid}/cmdline" ]] || return 1
-	local argv0=
-	# argv[0] is the cmdline up to its first NUL.
-	IFS= read -r -d '' argv0 <"/proc/${pid}/cmdline" 2>/dev/null || true
-	[[ "${argv0##*/}" == versitygw ]]
-}
-
-# start launches versitygw in its own session (so ^C in the calling make does not take it down)
-# with stdin closed and output in $LOG_FILE, and records its PID. The root keys go in through the
-# environment, not argv, so they do not show in ps. fd 8, our lock, is closed for it: a daemon
-# inheriting it would hold the lock for as long as it runs.
+# start launches versitygw (lib/daemon.sh) with its output in $LOG_FILE. The root keys go in
+# through the environment, not argv, so they do not show in ps.
 start() {
-	running && return 0
+	daemon_running versitygw && return 0
 	local extra=()
 	[[ -n "${VGW_EXTRA_ARGS}" ]] && read -r -a extra <<<"${VGW_EXTRA_ARGS}"
 	mkdir -p "${STATE}/data" "${STATE}/iam" "${STATE}/versioning"
-	log "starting versitygw"
 	printf '=== %s start\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"${LOG_FILE}"
 	ROOT_ACCESS_KEY_ID="${ROOT_ACCESS_KEY}" ROOT_SECRET_ACCESS_KEY="${ROOT_SECRET_KEY}" \
-		setsid "${BIN}" \
+		daemon_start versitygw "${LOG_FILE}" "${BIN}" \
 		--port "127.0.0.1:${S3_PORT}" \
 		--admin-port "127.0.0.1:${ADMIN_PORT}" \
 		--region "${REGION}" \
@@ -168,30 +145,7 @@ start() {
 		"${extra[@]}" \
 		posix \
 		--versioning-dir "${STATE}/versioning" \
-		"${STATE}/data" \
-		</dev/null >>"${LOG_FILE}" 2>&1 8>&- &
-	echo $! >"${PID_FILE}"
-	await_exec $! versitygw
-}
-
-# stop sends TERM, waits up to 20 s for a clean exit, then KILLs.
-stop() {
-	local pid i
-	if running; then
-		pid=$(<"${PID_FILE}")
-		log "stopping versitygw (pid ${pid})"
-		kill -TERM "${pid}" 2>/dev/null || true
-		for ((i = 0; i < 200; i++)); do
-			running || break
-			sleep 0.1
-		done
-		if running; then
-			log "versitygw ignored TERM for 20s, killing"
-			kill -KILL "${pid}" 2>/dev/null || true
-			sleep 0.2
-		fi
-	fi
-	rm -f "${PID_FILE}"
+		"${STATE}/data"
 }
 
 # signed_request URL CURL_ARGS... sends a SigV4-signed request (service s3) without a body as
@@ -218,13 +172,13 @@ ready() {
 # when the process died, showing the end of its log.
 wait_ready() {
 	while ! ready >/dev/null 2>&1; do
-		if ! running; then
+		if ! daemon_running versitygw; then
 			tail -n 30 "${LOG_FILE}" >&2 || true
 			die "versitygw exited during start-up (log: ${LOG_FILE})"
 		fi
 		if ((SECONDS >= DEADLINE)); then
 			tail -n 30 "${LOG_FILE}" >&2 || true
-			stop
+			daemon_stop versitygw
 			die "versitygw not ready after ${VGW_UP_TIMEOUT}s (log: ${LOG_FILE})"
 		fi
 		sleep 0.1
@@ -250,7 +204,7 @@ cmd_up() {
 
 	resolve_binary
 	ensure_credentials
-	if running && [[ -f "${PORTS_FILE}" ]]; then
+	if daemon_running versitygw && [[ -f "${PORTS_FILE}" ]]; then
 		# shellcheck source=/dev/null
 		source "${PORTS_FILE}"
 		if ready; then
@@ -259,9 +213,9 @@ cmd_up() {
 			return 0
 		fi
 		# Alive but not answering (hung, or the keys changed under it): start over.
-		stop
+		daemon_stop versitygw
 	fi
-	running || rm -f "${PID_FILE}"
+	daemon_forget_dead versitygw
 
 	load_ports
 	start
@@ -288,7 +242,7 @@ cmd_down() {
 	[[ $# -le 1 ]] || usage
 	if [[ -d "${STATE}" ]]; then
 		lock
-		stop
+		daemon_stop versitygw
 	fi
 	if ${purge}; then
 		rm -rf "${STATE}"
@@ -298,8 +252,9 @@ cmd_down() {
 
 cmd_status() {
 	local rc=0
-	if running; then
-		printf '%-12s running (pid %s)\n' "versitygw" "$(<"${PID_FILE}")"
+	local pid
+	if pid=$(daemon_pid versitygw); then
+		printf '%-12s running (pid %s)\n' "versitygw" "${pid}"
 	else
 		printf '%-12s stopped\n' "versitygw"
 		rc=3
@@ -311,7 +266,7 @@ cmd_status() {
 		ROOT_ACCESS_KEY='' ROOT_SECRET_KEY=''
 		# shellcheck source=/dev/null
 		[[ -f "${CREDENTIALS_FILE}" ]] && source "${CREDENTIALS_FILE}"
-		if running && [[ -n "${ROOT_ACCESS_KEY}" ]] && ready; then
+		if daemon_running versitygw && [[ -n "${ROOT_ACCESS_KEY}" ]] && ready; then
 			printf '%-12s ok\n' "ready"
 		else
 			printf '%-12s no\n' "ready"

@@ -29,6 +29,9 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=cluster/lib/daemon.sh
+source "${REPO_ROOT}/cluster/lib/daemon.sh"
+LOG_PREFIX=xpkg.sh
 cd "${REPO_ROOT}"
 
 NAME=provider-stackservices
@@ -40,12 +43,6 @@ GO_LDFLAGS=${GO_LDFLAGS:-}
 OUT=${REPO_ROOT}/_output
 BIN=${OUT}/bin/linux_amd64/provider
 XPKG_DIR=${OUT}/xpkg
-
-log() { printf 'xpkg.sh: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
 
 version() {
 	if [[ -n "${VERSION:-}" ]]; then

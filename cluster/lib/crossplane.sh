@@ -5,7 +5,7 @@
 
 # crossplane_up smoke|no-smoke builds the provider and configuration packages from the work tree,
 # brings up cluster/e2e.sh's control plane, registry and Crossplane core, and installs
-# function-patch-and-transform, the provider (its binary running as a local process) and the
+# function-patch-and-transform, the provider (its runtime image running as a Pod) and the
 # configuration through the package manager. smoke runs e2e.sh's self-test in between.
 crossplane_up() {
 	local provider_xpkg configuration_xpkg
@@ -14,7 +14,7 @@ crossplane_up() {
 	cluster/tools.sh crossplane-core function-pat
 	cluster/e2e.sh up
 	cluster/e2e.sh install-function
-	cluster/e2e.sh install-provider "${provider_xpkg}" _output/bin/linux_amd64/provider
+	cluster/e2e.sh install-provider "${provider_xpkg}"
 	if [[ $1 == smoke ]]; then
 		cluster/e2e.sh smoke
 	fi

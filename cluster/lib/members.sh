@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # cluster/lib/members.sh: stop the etcd members that local machines (internal/machines/local)
-# run under a directory. Sourced by test.sh (members a killed test run left behind) and dev.sh
-# (`make dev-down`). Members run in their own session, so stopping the provider leaves them
+# run under a directory. Sourced by test.sh (members a killed test run left behind). Members run in their own session, so stopping the provider leaves them
 # running; only processes whose pid file is under the directory and whose command line names
 # that member's directory are signalled.
 

@@ -8,10 +8,13 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +28,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,7 +175,60 @@ func (e *env) waitReady(t *testing.T, u *unstructured.Unstructured, timeout time
 		}
 		return nil
 	})
+	e.traceReady(t, got)
 	return got
+}
+
+// traceNode is a node of `crossplane resource trace -o json`: a resource and what it composed
+// or uses.
+type traceNode struct {
+	Object   unstructured.Unstructured `json:"object"`
+	Children []traceNode               `json:"children"`
+}
+
+// traceReady shows the composite's tree the way a user would look at it, with the CLI the
+// project builds (`crossplane resource trace`), in the test log, and fails unless every
+// resource in it is Ready.
+func (e *env) traceReady(t *testing.T, xr *unstructured.Unstructured) {
+	t.Helper()
+	cli := os.Getenv("E2E_CROSSPLANE_CLI")
+	if cli == "" {
+		t.Fatal("E2E_CROSSPLANE_CLI is not set (cluster/e2e.sh env)")
+	}
+	gvk := xr.GroupVersionKind()
+	ref := strings.ToLower(gvk.Kind) + "." + gvk.Group + "/" + xr.GetName()
+	trace := func(format string) []byte {
+		out, err := exec.CommandContext(harness.Ctx(t), cli, "resource", "trace", ref, "-n", xr.GetNamespace(), "-o", format).Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				t.Fatalf("crossplane resource trace %s: %v: %s", ref, err, ee.Stderr)
+			}
+			t.Fatalf("crossplane resource trace %s: %v", ref, err)
+		}
+		return out
+	}
+	for _, line := range strings.Split(strings.TrimRight(string(trace("wide")), "\n"), "\n") {
+		t.Logf("trace %s| %s", xr.GetName(), line)
+	}
+	root := traceNode{}
+	if err := json.Unmarshal(trace("json"), &root); err != nil {
+		t.Fatalf("cannot read the trace of %s: %v", ref, err)
+	}
+	var walk func(n traceNode, depth int) int
+	walk = func(n traceNode, depth int) int {
+		count := 1
+		if s, msg := condition(&n.Object, "Ready"); s != "True" {
+			t.Errorf("trace of %s: %s %s is not Ready (%q: %s)", ref, n.Object.GetKind(), n.Object.GetName(), s, msg)
+		}
+		for _, c := range n.Children {
+			count += walk(c, depth+1)
+		}
+		return count
+	}
+	if n := walk(root, 0); n < 2 {
+		t.Errorf("the trace of %s shows %d resource(s): nothing it composed", ref, n)
+	}
 }
 
 // deleteComposite deletes a xr and waits until it is gone (its composed resources with it).
@@ -476,4 +533,72 @@ func TestCompositeSaysWhyItIsNotReady(t *testing.T) {
 		return fmt.Errorf("status.bucket.conditions: %v", conds)
 	})
 	e.deleteComposite(t, xr)
+}
+
+// TestProviderRunsWithItsOwnPermissions checks that the provider every other test relies on is
+// the packaged one as Crossplane runs it: a Pod of the package's image, under the ServiceAccount
+// of examples/provider's runtime config, whose permissions are what Crossplane's RBAC manager
+// grants the package plus examples/provider's ClusterRole, and nothing more. The claims of
+// the other tests reconcile with exactly these.
+func TestProviderRunsWithItsOwnPermissions(t *testing.T) {
+	e := setup(t)
+	ctx := harness.Ctx(t)
+
+	pods := &corev1.PodList{}
+	if err := e.kube.List(ctx, pods, client.InNamespace("crossplane-system"), client.MatchingLabels{"pkg.crossplane.io/provider": os.Getenv("E2E_PROVIDER_NAME")}); err != nil {
+		t.Fatal(err)
+	}
+	running := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		running++
+		if p.Spec.ServiceAccountName != "provider-stackservices" {
+			t.Errorf("the provider's Pod %s runs as ServiceAccount %q, not examples/provider's provider-stackservices", p.Name, p.Spec.ServiceAccountName)
+		}
+		if img := p.Spec.Containers[0].Image; !strings.Contains(img, "/stackservices/provider-stackservices:") {
+			t.Errorf("the provider's Pod %s runs image %q, not the package's", p.Name, img)
+		}
+	}
+	if running != 1 {
+		t.Fatalf("%d running provider Pods, want 1", running)
+	}
+
+	sa := "system:serviceaccount:crossplane-system:provider-stackservices"
+	for _, c := range []struct {
+		verb, group, resource, namespace string
+		allowed                          bool
+	}{
+		// Granted by the package (Crossplane's RBAC manager).
+		{"update", "network.m.stackservices.io", "securitygroups", appNamespace, true},
+		{"update", "etcd.m.stackservices.io", "etcdclusters/status", appNamespace, true},
+		{"create", "", "secrets", appNamespace, true},
+		{"create", "", "events", appNamespace, true},
+		{"update", "coordination.k8s.io", "leases", "crossplane-system", true},
+		// Granted by examples/provider.
+		{"list", "", "nodes", "", true},
+		{"delete", "network.m.stackservices.io", "securitygroups", appNamespace, true},
+		// Never.
+		{"delete", "etcd.m.stackservices.io", "etcdclusters", appNamespace, false},
+		{"update", "", "nodes", "", false},
+		{"create", "", "pods", appNamespace, false},
+		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", false},
+		{"delete", "", "namespaces", "", false},
+		{"update", "apiextensions.k8s.io", "customresourcedefinitions", "", false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   sa,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:crossplane-system", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: c.verb, Group: c.group, Resource: c.resource, Namespace: c.namespace,
+			},
+		}}
+		if err := e.kube.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != c.allowed {
+			t.Errorf("may the provider %s %s.%s in %q: %v, want %v (%s)", c.verb, c.resource, c.group, c.namespace, sar.Status.Allowed, c.allowed, sar.Status.Reason)
+		}
+	}
 }
