@@ -913,15 +913,8 @@ cmd_down() {
 }
 
 cmd_status() {
-	local c pid rc=0
-	for c in "${DAEMONS[@]}"; do
-		if pid=$(daemon_pid "${c}"); then
-			printf '%-24s running (pid %s)\n' "${c}" "${pid}"
-		else
-			printf '%-24s stopped\n' "${c}"
-			rc=3
-		fi
-	done
+	local rc=0
+	daemon_status "${DAEMONS[@]}" || rc=3
 	if [[ -f "${PORTS_FILE}" ]]; then
 		sed 's/=/ /' "${PORTS_FILE}" | while read -r var port; do printf '%-24s %s\n' "${var}" "${port}"; done
 	fi

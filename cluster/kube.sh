@@ -333,15 +333,8 @@ cmd_down() {
 }
 
 cmd_status() {
-	local c rc=0 pid
-	for c in "${DAEMONS[@]}"; do
-		if pid=$(daemon_pid "${c}"); then
-			printf '%-24s running (pid %s)\n' "${c}" "${pid}"
-		else
-			printf '%-24s stopped\n' "${c}"
-			rc=3
-		fi
-	done
+	local rc=0
+	daemon_status "${DAEMONS[@]}" || rc=3
 	if [[ -f "${PORTS_FILE}" ]]; then
 		# shellcheck source=/dev/null
 		source "${PORTS_FILE}"

@@ -187,6 +187,18 @@ extendedKeyUsage=clientAuth"
 	echo "${ca_sum}" >"${PKI}/done"
 }
 
+# update_file FILE writes stdin to FILE when that changes it: a running kube-proxy exits when
+# its configuration file is written, even with the same content.
+update_file() {
+	local tmp=$1.new
+	cat >"${tmp}"
+	if cmp -s "${tmp}" "$1"; then
+		rm -f "${tmp}"
+	else
+		mv -f "${tmp}" "$1"
+	fi
+}
+
 # ---------------------------------------------------------------------------------------------
 # network
 
@@ -210,7 +222,7 @@ write_cni_config() {
 	mkdir -p "${STATE}/cni/net.d" "${STATE}/cni/ipam"
 	# isGateway false: with true, the bridge plugin writes net.ipv4.ip_forward=1 (machine-wide).
 	# The gateway address is already the bridge's, and IPAM still gives pods their routes.
-	cat >"${STATE}/cni/net.d/10-node.conflist" <<-EOF
+	update_file "${STATE}/cni/net.d/10-node.conflist" <<-EOF
 		{"cniVersion": "0.4.0", "name": "stackservices-node", "plugins": [
 		  {"type": "bridge", "bridge": "${NODE_BRIDGE}", "isGateway": false, "ipMasq": false, "hairpinMode": true,
 		   "ipam": {"type": "host-local", "dataDir": "${STATE}/cni/ipam",
@@ -255,7 +267,7 @@ start_holder() {
 
 write_containerd_config() {
 	mkdir -p "${STATE}/containerd/certs.d"
-	cat >"${STATE}/containerd/config.toml" <<-EOF
+	update_file "${STATE}/containerd/config.toml" <<-EOF
 		version = 2
 		root = "${STATE}/containerd/root"
 		state = "${STATE}/containerd/state"
@@ -327,7 +339,7 @@ write_kubelet_config() {
 	mkdir -p "${STATE}/kubelet/root" "${STATE}/kubelet/volume-plugins" "${STATE}/kubelet/pod-logs"
 	pki_kubeconfig "${STATE}/kubelet/kubeconfig" "https://${NODE_ADDRESS}:${APISERVER_PORT}" \
 		"${PKI}/ca.crt" "${PKI}/kubelet.crt" "${PKI}/kubelet.key"
-	cat >"${STATE}/kubelet/config.yaml" <<-EOF
+	update_file "${STATE}/kubelet/config.yaml" <<-EOF
 		apiVersion: kubelet.config.k8s.io/v1beta1
 		kind: KubeletConfiguration
 		address: ${NODE_ADDRESS}
@@ -367,7 +379,7 @@ write_proxy_config() {
 		"${PKI}/ca.crt" "${PKI}/kube-proxy.crt" "${PKI}/kube-proxy.key"
 	# conntrack zeros and localhostNodePorts false: kube-proxy would otherwise write
 	# machine-wide sysctls (nf_conntrack_max, the TCP timeouts, route_localnet).
-	cat >"${STATE}/kube-proxy/config.yaml" <<-EOF
+	update_file "${STATE}/kube-proxy/config.yaml" <<-EOF
 		apiVersion: kubeproxy.config.k8s.io/v1alpha1
 		kind: KubeProxyConfiguration
 		clientConnection: {kubeconfig: ${STATE}/kube-proxy/kubeconfig}
@@ -533,15 +545,8 @@ cmd_down() {
 }
 
 cmd_status() {
-	local c pid rc=0
-	for c in "${DAEMONS[@]}"; do
-		if pid=$(daemon_pid "${c}"); then
-			printf '%-24s running (pid %s)\n' "${c}" "${pid}"
-		else
-			printf '%-24s stopped\n' "${c}"
-			rc=3
-		fi
-	done
+	local rc=0
+	daemon_status "${DAEMONS[@]}" || rc=3
 	RUN_DIR=${RUN_DIR} KUBE_NODE=1 KUBE_ADDRESS=${NODE_ADDRESS} KUBE_SERVICE_CIDR=${SERVICE_CIDR} \
 		"${REPO_ROOT}/cluster/kube.sh" status | sed 's/^/kube: /' || rc=3
 	if ((rc == 0)); then

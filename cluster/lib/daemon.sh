@@ -96,6 +96,21 @@ daemon_stop() {
 	rm -f "$(daemon_pid_file "${name}")"
 }
 
+# daemon_status NAME... prints whether each daemon runs (and its PID); it fails (3) when one
+# does not.
+daemon_status() {
+	local name pid rc=0
+	for name in "$@"; do
+		if pid=$(daemon_pid "${name}"); then
+			printf '%-24s running (pid %s)\n' "${name}" "${pid}"
+		else
+			printf '%-24s stopped\n' "${name}"
+			rc=3
+		fi
+	done
+	return "${rc}"
+}
+
 # daemon_forget_dead NAME... removes the PID files of daemons that exited since they were
 # started (a crash, a reboot), so that they are started again rather than reported dead.
 daemon_forget_dead() {
