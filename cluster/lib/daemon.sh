@@ -33,14 +33,26 @@ daemon_pid_file() { echo "${PID_DIR}/$1.pid"; }
 cmdline_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true; }
 
 # daemon_pid NAME prints the PID of daemon NAME and succeeds when it runs: its PID file names a
-# live process whose command line still holds the recorded MATCH.
+# live process whose command line still holds the recorded MATCH. While a process execs (setsid
+# execs the daemon, a script execs its interpreter) its command line reads empty for a moment:
+# an empty one of a process that is not a zombie counts as running.
 daemon_pid() {
-	local f pid match
+	local f pid match cmdline stat
 	f=$(daemon_pid_file "$1")
 	[[ -f "${f}" ]] || return 1
 	read -r pid match <"${f}" || true
 	[[ "${pid}" =~ ^[0-9]+$ && -n "${match}" ]] || return 1
-	[[ " $(cmdline_of "${pid}")" == *"${match}"* ]] || return 1
+	cmdline=$(cmdline_of "${pid}")
+	if [[ -z "${cmdline}" ]]; then
+		# Kernel threads have an empty command line too, and no executable.
+		readlink "/proc/${pid}/exe" >/dev/null 2>&1 || return 1
+		stat=$(cat "/proc/${pid}/stat" 2>/dev/null) || return 1
+		# The state follows the parenthesised command name.
+		stat=${stat##*) }
+		[[ -n "${stat}" && "${stat:0:1}" != Z ]] || return 1
+	else
+		[[ " ${cmdline}" == *"${match}"* ]] || return 1
+	fi
 	echo "${pid}"
 }
 

@@ -38,7 +38,14 @@ type GroupListing struct {
 	watchers map[string]map[string]func()
 	// refreshing is true while the goroutine that lists when the listing is stale runs.
 	refreshing bool
+	// used is when the listing was last observed from or watched: a listing nothing uses
+	// any more (its session was replaced, say) stops listing on its own.
+	used time.Time
 }
+
+// idleAfter is how many maxAge periods without use stop a listing's own refreshes: two polls,
+// as maxAge is half a poll.
+const idleAfter = 4
 
 // NewGroupListing returns a listing that lists with list and reads one group with get.
 func NewGroupListing(maxAge time.Duration, list func(context.Context) ([]SecurityGroup, error), get func(context.Context, string) (*SecurityGroup, error)) *GroupListing {
@@ -56,6 +63,7 @@ func (l *GroupListing) Watch(id, key string, notify func()) {
 		l.watchers[id] = map[string]func(){}
 	}
 	l.watchers[id][key] = notify
+	l.used = l.now()
 	if !l.refreshing && l.maxAge > 0 {
 		l.refreshing = true
 		go l.refreshWhileWatched()
@@ -73,11 +81,11 @@ func (l *GroupListing) Forget(id, key string) {
 }
 
 // refreshWhileWatched lists again each time the listing turns stale, for as long as any group
-// is watched. A list that fails is tried again a maxAge later.
+// is watched and the listing is in use. A list that fails is tried again a maxAge later.
 func (l *GroupListing) refreshWhileWatched() {
 	for {
 		l.mu.Lock()
-		if len(l.watchers) == 0 {
+		if len(l.watchers) == 0 || l.now().Sub(l.used) > idleAfter*l.maxAge {
 			l.refreshing = false
 			l.mu.Unlock()
 			return
@@ -94,6 +102,9 @@ func (l *GroupListing) refreshWhileWatched() {
 
 // Observe returns the group with its rules, from the listing when it is fresh enough.
 func (l *GroupListing) Observe(ctx context.Context, id string) (*SecurityGroup, error) {
+	l.mu.Lock()
+	l.used = l.now()
+	l.mu.Unlock()
 	if err := l.refresh(ctx); err != nil {
 		return nil, err
 	}

@@ -153,7 +153,8 @@ func TestGroupListingListsOnceForConcurrentObservations(t *testing.T) {
 
 // TestGroupListingTellsWatchersOfDrift: while groups are watched, the listing lists again when
 // stale without being asked, and tells the watchers of a group whose revision changed or
-// that is gone, but not of a group this provider wrote; with no watcher left, it stops.
+// that is gone, but not of a group this provider wrote; with no watcher left, or when nothing
+// uses it any more, it stops.
 func TestGroupListingTellsWatchersOfDrift(t *testing.T) {
 	const maxAge = 20 * time.Millisecond
 	f := &fakeNeutron{groups: map[string]SecurityGroup{
@@ -161,9 +162,12 @@ func TestGroupListingTellsWatchersOfDrift(t *testing.T) {
 	}}
 	l := NewGroupListing(maxAge, f.list, f.get)
 	told := make(chan string, 16)
-	for _, id := range []string{"a", "b", "c"} {
-		l.Watch(id, "ns/"+id, func() { told <- id })
+	watch := func() {
+		for _, id := range []string{"a", "b", "c"} {
+			l.Watch(id, "ns/"+id, func() { told <- id })
+		}
 	}
+	watch()
 	// lists waits until the listing has listed n more times.
 	lists := func(n int) {
 		t.Helper()
@@ -181,6 +185,7 @@ func TestGroupListingTellsWatchersOfDrift(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the listing listed %d times in 5s, want %d more: it does not refresh on its own", got, n)
 			}
+			watch() // In use, as the resources' polls keep it.
 			time.Sleep(maxAge / 4)
 		}
 	}
@@ -214,17 +219,26 @@ func TestGroupListingTellsWatchersOfDrift(t *testing.T) {
 		t.Errorf("told (-want +got):\n%s", diff)
 	}
 
+	stops := func(why string) {
+		t.Helper()
+		time.Sleep((idleAfter + 2) * maxAge)
+		f.mu.Lock()
+		stopped := f.lists
+		f.mu.Unlock()
+		time.Sleep(5 * maxAge)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.lists != stopped {
+			t.Errorf("%s, the listing listed %d more times", why, f.lists-stopped)
+		}
+	}
+	// Watched, but unused (its session was replaced).
+	stops("unused")
+
+	watch()
+	lists(1)
 	for _, id := range []string{"a", "b", "c"} {
 		l.Forget(id, "ns/"+id)
 	}
-	time.Sleep(3 * maxAge)
-	f.mu.Lock()
-	stopped := f.lists
-	f.mu.Unlock()
-	time.Sleep(5 * maxAge)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.lists != stopped {
-		t.Errorf("with nothing watched the listing listed %d more times", f.lists-stopped)
-	}
+	stops("with nothing watched")
 }
