@@ -3,7 +3,6 @@ package openstack
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -149,96 +148,4 @@ func TestGroupListingListsOnceForConcurrentObservations(t *testing.T) {
 	if n.lists != 1 || len(n.gets) != 0 {
 		t.Errorf("ten concurrent observations: %d lists and %d GETs, want 1 and 0", n.lists, len(n.gets))
 	}
-}
-
-// TestGroupListingTellsWatchersOfDrift: while groups are watched, the listing lists again when
-// stale without being asked, and tells the watchers of a group whose revision changed or
-// that is gone, but not of a group this provider wrote; with no watcher left, or when nothing
-// uses it any more, it stops.
-func TestGroupListingTellsWatchersOfDrift(t *testing.T) {
-	const maxAge = 20 * time.Millisecond
-	f := &fakeNeutron{groups: map[string]SecurityGroup{
-		"a": {ID: "a", RevisionNumber: 1}, "b": {ID: "b", RevisionNumber: 1}, "c": {ID: "c", RevisionNumber: 1},
-	}}
-	l := NewGroupListing(maxAge, f.list, f.get)
-	told := make(chan string, 16)
-	watch := func() {
-		for _, id := range []string{"a", "b", "c"} {
-			l.Watch(id, "ns/"+id, func() { told <- id })
-		}
-	}
-	watch()
-	// lists waits until the listing has listed n more times.
-	lists := func(n int) {
-		t.Helper()
-		f.mu.Lock()
-		want := f.lists + n
-		f.mu.Unlock()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			f.mu.Lock()
-			got := f.lists
-			f.mu.Unlock()
-			if got >= want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the listing listed %d times in 5s, want %d more: it does not refresh on its own", got, n)
-			}
-			watch() // In use, as the resources' polls keep it.
-			time.Sleep(maxAge / 4)
-		}
-	}
-	// drain returns the watchers told since the last drain, sorted.
-	drain := func() []string {
-		var out []string
-		for {
-			select {
-			case id := <-told:
-				out = append(out, id)
-			default:
-				slices.Sort(out)
-				return out
-			}
-		}
-	}
-
-	lists(3)
-	if got := drain(); len(got) != 0 {
-		t.Errorf("nothing changed, yet %v were told", got)
-	}
-
-	f.set(SecurityGroup{ID: "a", RevisionNumber: 2})
-	f.mu.Lock()
-	delete(f.groups, "b")
-	f.mu.Unlock()
-	l.Wrote("c")
-	f.set(SecurityGroup{ID: "c", RevisionNumber: 2})
-	lists(2)
-	if diff := cmp.Diff([]string{"a", "b"}, drain()); diff != "" {
-		t.Errorf("told (-want +got):\n%s", diff)
-	}
-
-	stops := func(why string) {
-		t.Helper()
-		time.Sleep((idleAfter + 2) * maxAge)
-		f.mu.Lock()
-		stopped := f.lists
-		f.mu.Unlock()
-		time.Sleep(5 * maxAge)
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.lists != stopped {
-			t.Errorf("%s, the listing listed %d more times", why, f.lists-stopped)
-		}
-	}
-	// Watched, but unused (its session was replaced).
-	stops("unused")
-
-	watch()
-	lists(1)
-	for _, id := range []string{"a", "b", "c"} {
-		l.Forget(id, "ns/"+id)
-	}
-	stops("with nothing watched")
 }

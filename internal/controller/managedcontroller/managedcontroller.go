@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -105,12 +104,10 @@ func PollHook(jitter time.Duration) managed.PollIntervalHook {
 }
 
 // A Watch makes events of other objects (say, Nodes) reconcile the managed resources the
-// handler names, without waiting for the next poll; or, with Source, events from outside the
-// API server (say, drift a backend listing found).
+// handler names, without waiting for the next poll.
 type Watch struct {
 	Object  client.Object
 	Handler handler.EventHandler
-	Source  source.Source
 }
 
 // Setup registers a managed resource controller with the settings the provider's kinds share
@@ -141,9 +138,7 @@ func SetupWithWatches(mgr ctrl.Manager, o Options, k Kind, watches []Watch, opts
 			}
 		}
 	}
-	// A steady-state poll then writes nothing to the API server (see unchangedStatusSkipper).
-	m := skippingManager{Manager: mgr, client: newUnchangedStatusSkipper(mgr.GetClient())}
-	r := managed.NewReconciler(m, resource.ManagedKind(k.GroupVersionKind), append(all, opts...)...)
+	r := managed.NewReconciler(mgr, resource.ManagedKind(k.GroupVersionKind), append(all, opts...)...)
 
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
@@ -152,10 +147,6 @@ func SetupWithWatches(mgr ctrl.Manager, o Options, k Kind, watches []Watch, opts
 		// watched objects are the handlers' to filter.
 		For(k.Object, builder.WithPredicates(resource.DesiredStateChanged()))
 	for _, w := range watches {
-		if w.Source != nil {
-			b = b.WatchesRawSource(w.Source)
-			continue
-		}
 		b = b.Watches(w.Object, w.Handler)
 	}
 	return b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))

@@ -13,9 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -70,18 +67,13 @@ var Kind = managedcontroller.Kind{
 
 // Setup adds a controller that reconciles SecurityGroups.
 func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
-	// Drift the session's listing finds reconciles its group at once, not at its next poll.
-	drifted := make(chan ctrlevent.GenericEvent, driftQueue)
-	watches := []managedcontroller.Watch{{Source: source.Channel(drifted, &handler.EnqueueRequestForObject{})}}
-	return managedcontroller.SetupWithWatches(mgr, o, Kind, watches,
+	return managedcontroller.Setup(mgr, o, Kind,
 		managedcontroller.WithExternalConnector[*v1alpha1.SecurityGroup](&connector{
 			openstack: o.OpenStack,
 			record:    managedcontroller.Recorder(mgr, Kind),
-			// Half a poll: the listing is made again when half a poll old, for two lists of
-			// the project's groups per poll whatever their number, and drift it finds is
-			// reconciled then: within half a poll and a list, sooner than a poll of its own.
+			// Half a poll: each poll of a group sees Neutron as it was at most half a poll
+			// earlier, for two lists of the project's groups per poll whatever their number.
 			listingAge: o.PollInterval / 2,
-			drifted:    drifted,
 		}),
 		// The UUID comes from Neutron in Create; the tag that carries the resource's UID lets
 		// Observe adopt a group whose UUID was lost in a crash, so a retry is safe.
@@ -106,13 +98,7 @@ type connector struct {
 	// listingAge is how old the session's listing of groups may be when a group is observed
 	// from it; zero, every observation GETs its group.
 	listingAge time.Duration
-	// drifted takes the resources whose groups the listing saw change.
-	drifted chan<- ctrlevent.GenericEvent
 }
-
-// driftQueue is how many drifted resources may wait for the controller to take them; beyond
-// it a change is left to the resource's own poll.
-const driftQueue = 1024
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.TypedExternalClient[*v1alpha1.SecurityGroup], error) {
 	s, err := c.openstack.Connect(ctx, cr)
@@ -122,14 +108,6 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (ma
 	e := &external{groups: s.SecurityGroups(), ports: s.Ports(), record: c.record}
 	if c.listingAge > 0 {
 		e.listing = s.GroupListing(c.listingAge)
-		e.watcher = cr.GetNamespace() + "/" + cr.GetName()
-		ns, name, drifted := cr.GetNamespace(), cr.GetName(), c.drifted
-		e.drifted = func() {
-			select {
-			case drifted <- ctrlevent.GenericEvent{Object: &v1alpha1.SecurityGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}:
-			default:
-			}
-		}
 	}
 	return e, nil
 }
@@ -138,8 +116,6 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (ma
 type groupListing interface {
 	Observe(ctx context.Context, id string) (*openstack.SecurityGroup, error)
 	Wrote(id string)
-	Watch(id, key string, notify func())
-	Forget(id, key string)
 }
 
 // portsInUse is all this controller needs of the port API: who uses a group it cannot delete.
@@ -154,22 +130,6 @@ type external struct {
 	record event.Recorder
 	// listing, when set, serves Observe; Create, Update and Delete tell it what they wrote.
 	listing groupListing
-	// watcher names this resource to the listing, and drifted reconciles it when the listing
-	// sees its group change.
-	watcher string
-	drifted func()
-}
-
-// watch asks the listing to tell of changes of the group, or to stop once it is deleted.
-func (e *external) watch(cr *v1alpha1.SecurityGroup, id string) {
-	if e.listing == nil || id == "" {
-		return
-	}
-	if meta.WasDeleted(cr) {
-		e.listing.Forget(id, e.watcher)
-		return
-	}
-	e.listing.Watch(id, e.watcher, e.drifted)
 }
 
 // observe reads the group for Observe: from the listing when there is one.
@@ -206,9 +166,6 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 	} else {
 		got, err := e.observe(ctx, id)
 		if openstack.IsNotFound(err) {
-			if e.listing != nil {
-				e.listing.Forget(id, e.watcher)
-			}
 			return managed.ExternalObservation{ResourceExists: false}, nil
 		}
 		if err != nil {
@@ -225,7 +182,6 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 		}
 		return managed.ExternalObservation{}, errors.Errorf(errFmtOthersGroup, sg.ID, other)
 	}
-	e.watch(cr, sg.ID)
 	cr.Status.AtProvider = observation(sg)
 	// Fields left unset are filled in from Neutron so that an imported group is not renamed.
 	// A group this resource created already has them (its defaults): filling them in would
@@ -389,9 +345,6 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.SecurityGroup) (mana
 	err := e.groups.DeleteSecurityGroup(ctx, id)
 	switch {
 	case err == nil, openstack.IsNotFound(err):
-		if e.listing != nil {
-			e.listing.Forget(id, e.watcher)
-		}
 		return managed.ExternalDelete{}, nil
 	case openstack.IsConflict(err):
 		ports, lerr := e.ports.ListPortsWithSecurityGroup(ctx, id)
