@@ -1242,19 +1242,12 @@ cmd_stop() {
 cmd_status() {
   # Exit 0 only when every service runs, so callers can tell whether to start (and later stop)
   # the test bed.
-  local s pid rc=0
+  local rc=0
   if [[ ! -d $STATE_DIR ]]; then
     echo "openstack: no state in $STATE_DIR"
     return 1
   fi
-  for s in "${SERVICES[@]}"; do
-    if pid=$(pid_of "$s"); then
-      printf '%-16s running (pid %s)\n' "$s" "$pid"
-    else
-      printf '%-16s stopped\n' "$s"
-      rc=1
-    fi
-  done
+  daemon_status "${SERVICES[@]}" || rc=1
   printf '%-16s GET %s -> %s\n' keystone "$KEYSTONE_URL" "$(http_code "$KEYSTONE_URL")"
   printf '%-16s GET %s/ -> %s\n' neutron "$NEUTRON_URL" "$(http_code "$NEUTRON_URL/")"
   for s in "${SWIFT_STORAGE[@]}" proxy; do
