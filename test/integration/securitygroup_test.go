@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -606,27 +605,7 @@ func TestSessionIsReusedAcrossReconciles(t *testing.T) {
 // again when it is older than half a poll, and a poll makes no write.
 func TestSecurityGroupSteadyStateCostsConstantCalls(t *testing.T) {
 	t.Parallel()
-	lists := map[int]int{}
-	var mu sync.Mutex
-	sizes := []int{2, 12}
-	// Both sizes at once, over windows of the same length; Run returns when both are done.
-	t.Run("Sizes", func(t *testing.T) {
-		for _, n := range sizes {
-			t.Run(fmt.Sprintf("Groups%d", n), func(t *testing.T) {
-				t.Parallel()
-				got := steadyStateCalls(t, n)
-				mu.Lock()
-				lists[n] = got
-				mu.Unlock()
-			})
-		}
-	})
-	if t.Failed() {
-		return
-	}
-	if small, large := lists[sizes[0]], lists[sizes[1]]; large > small+2 {
-		t.Errorf("lists of the project's groups over the same window: %d for %d groups, %d for %d: want the same, give or take a poll's two", small, sizes[0], large, sizes[1])
-	}
+	constantListsForSizes(t, "Groups", [2]int{2, 12}, steadyStateCalls)
 }
 
 // steadyStateCalls makes n groups with 5 rules in a namespace of their own (so a session of
@@ -655,28 +634,7 @@ func steadyStateCalls(t *testing.T, n int) int {
 		t.Fatal("no request for the group carried a token")
 	}
 
-	// Let the reconciles that follow creation settle, then watch a few polls.
-	time.Sleep(3 * poll)
-	_, mark := env.Requests.Since(0)
-	const window = 5 * poll
-	time.Sleep(window)
-	lists, other := 0, []string{}
-	for _, r := range env.Requests.OfToken(mark, token) {
-		if r == "GET /v2.0/security-groups" {
-			lists++
-			continue
-		}
-		other = append(other, r)
-	}
-	polls := int(window / poll)
-	t.Logf("%d groups of 5 rules in sync, %d polls: %d lists of the project's groups and %v", n, polls, lists, other)
-	if len(other) > 0 {
-		t.Errorf("%d groups in sync made calls other than the list in %d polls: %v", n, polls, other)
-	}
-	// At most two lists a poll (the listing may be half a poll old), and at least one.
-	if lists < polls-1 || lists > 2*polls+1 {
-		t.Errorf("%d groups in sync, %d polls: %d lists, want between %d and %d", n, polls, lists, polls-1, 2*polls+1)
-	}
+	lists := countSteadyLists(t, fmt.Sprintf("%d groups of 5 rules", n), token, "GET /v2.0/security-groups")
 	for i, id := range ids {
 		if err := env.Kube.Delete(ctx, get(t, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("steady-%d", i)})); err != nil {
 			t.Fatal(err)

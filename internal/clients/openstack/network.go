@@ -297,17 +297,24 @@ func (n *neutron) DeleteRule(ctx context.Context, id string) error {
 	return err
 }
 
-func (n *neutron) ListPortsWithSecurityGroup(ctx context.Context, securityGroupID string) ([]Port, error) {
+// listPorts lists the ports the query selects.
+func (n *neutron) listPorts(ctx context.Context, q url.Values) ([]Port, error) {
 	var body struct {
 		Ports []Port `json:"ports"`
 	}
-	q := url.Values{"security_groups": []string{securityGroupID}}
-	_, err := n.c.Get(ctx, n.c.ServiceURL("ports")+"?"+q.Encode(), &body, nil)
+	if _, err := n.c.Get(ctx, n.c.ServiceURL("ports")+"?"+q.Encode(), &body, nil); err != nil {
+		return nil, err
+	}
+	return body.Ports, nil
+}
+
+func (n *neutron) ListPortsWithSecurityGroup(ctx context.Context, securityGroupID string) ([]Port, error) {
+	ports, err := n.listPorts(ctx, url.Values{"security_groups": []string{securityGroupID}})
 	if err != nil {
 		return nil, err
 	}
-	out := body.Ports[:0]
-	for _, p := range body.Ports {
+	out := ports[:0]
+	for _, p := range ports {
 		if slices.Contains(p.SecurityGroups, securityGroupID) {
 			out = append(out, p)
 		}
@@ -322,14 +329,11 @@ func (n *neutron) ListPortsOfDevices(ctx context.Context, deviceIDs []string) ([
 	var out []Port
 	for start := 0; start < len(deviceIDs); start += devicesPerList {
 		end := min(start+devicesPerList, len(deviceIDs))
-		q := url.Values{"device_id": deviceIDs[start:end]}
-		var body struct {
-			Ports []Port `json:"ports"`
-		}
-		if _, err := n.c.Get(ctx, n.c.ServiceURL("ports")+"?"+q.Encode(), &body, nil); err != nil {
+		ports, err := n.listPorts(ctx, url.Values{"device_id": deviceIDs[start:end]})
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, body.Ports...)
+		out = append(out, ports...)
 	}
 	return out, nil
 }

@@ -44,6 +44,9 @@ type Session struct {
 
 	listingOnce sync.Once
 	listing     *GroupListing
+
+	portListingOnce sync.Once
+	portListing     *PortListing
 }
 
 // S3Settings locate the S3 API when the catalog is not enough.
@@ -93,11 +96,7 @@ func (s *Session) neutron() *neutron { return &neutron{c: s.network, extensions:
 func (s *Session) GroupListing(maxAge time.Duration) *GroupListing {
 	s.listingOnce.Do(func() {
 		n := s.neutron()
-		q := url.Values{}
-		if _, project, err := whoAmI(s.provider); err == nil {
-			// An admin's token sees every project's groups: list only the project's own.
-			q.Set("project_id", project)
-		}
+		q := s.ownProject()
 		s.listing = NewGroupListing(maxAge,
 			func(ctx context.Context) ([]SecurityGroup, error) {
 				return n.listSecurityGroups(ctx, q, func(SecurityGroup) bool { return true })
@@ -105,6 +104,30 @@ func (s *Session) GroupListing(maxAge time.Duration) *GroupListing {
 			n.GetSecurityGroup)
 	})
 	return s.listing
+}
+
+// PortListing returns the session's listing of its project's ports, made on the first call
+// with maxAge (the attachments of one session share it, so they share their lists). Ports of
+// servers in other projects, which an admin's token may name, are read on their own.
+func (s *Session) PortListing(maxAge time.Duration) *PortListing {
+	s.portListingOnce.Do(func() {
+		n := s.neutron()
+		q := s.ownProject()
+		s.portListing = NewPortListing(maxAge,
+			func(ctx context.Context) ([]Port, error) { return n.listPorts(ctx, q) },
+			n.ListPortsOfDevices)
+	})
+	return s.portListing
+}
+
+// ownProject is the query that keeps a list to the session's project: an admin's token sees
+// every project's resources.
+func (s *Session) ownProject() url.Values {
+	q := url.Values{}
+	if _, project, err := whoAmI(s.provider); err == nil {
+		q.Set("project_id", project)
+	}
+	return q
 }
 
 // Networks returns the session's Neutron API for members' ports.

@@ -7,6 +7,7 @@ package s3
 import (
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -152,20 +153,23 @@ func noRetryClientErrors(err error) aws.Ternary {
 // well under it; a CompleteMultipartUpload of many parts takes seconds.
 const responseTimeout = time.Minute
 
-func buildableClient() *awshttp.BuildableClient {
+// sharedTransport is the one HTTP transport under every client New makes: the SDK's tuned
+// transport with responseTimeout. Clients are made for each reconcile (their credentials
+// differ), so a transport of their own would dial every endpoint anew each time and leave
+// the last connection idle until the collector found it; in one shared pool, a poll of N
+// buckets reuses the same few connections. Requests are signed per client, so sharing
+// connections shares no credentials.
+var sharedTransport = sync.OnceValue(func() *http.Transport {
 	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.ResponseHeaderTimeout = responseTimeout
-	})
-}
+	}).GetTransport()
+})
 
 func httpClient(o *options) awss3.HTTPClient {
-	if o.wrap == nil {
-		if o.httpClient != nil {
+	if o.httpClient != nil {
+		if o.wrap == nil {
 			return o.httpClient
 		}
-		return buildableClient()
-	}
-	if o.httpClient != nil {
 		c := *o.httpClient
 		base := c.Transport
 		if base == nil {
@@ -174,7 +178,11 @@ func httpClient(o *options) awss3.HTTPClient {
 		c.Transport = o.wrap(base)
 		return &c
 	}
-	// Keep the SDK's tuned transport and timeouts under the wrapper.
-	b := buildableClient()
-	return &http.Client{Transport: o.wrap(b.GetTransport()), Timeout: b.GetTimeout()}
+	var rt http.RoundTripper = sharedTransport()
+	if o.wrap != nil {
+		rt = o.wrap(rt)
+	}
+	// A plain client, not the SDK's BuildableClient, which the SDK would copy (with a
+	// transport of its own) for each client.
+	return &http.Client{Transport: rt}
 }

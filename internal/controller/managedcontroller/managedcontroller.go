@@ -138,7 +138,9 @@ func SetupWithWatches(mgr ctrl.Manager, o Options, k Kind, watches []Watch, opts
 			}
 		}
 	}
-	r := managed.NewReconciler(mgr, resource.ManagedKind(k.GroupVersionKind), append(all, opts...)...)
+	// A steady-state poll then writes nothing to the API server (see unchangedStatusSkipper).
+	m := skippingManager{Manager: mgr, client: newUnchangedStatusSkipper(mgr.GetClient())}
+	r := managed.NewReconciler(m, resource.ManagedKind(k.GroupVersionKind), append(all, opts...)...)
 
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).

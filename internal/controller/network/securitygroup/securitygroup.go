@@ -115,7 +115,7 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (ma
 // groupListing serves observations from one list of the project's groups.
 type groupListing interface {
 	Observe(ctx context.Context, id string) (*openstack.SecurityGroup, error)
-	Wrote(id string)
+	Wrote(id string, now *openstack.SecurityGroup)
 }
 
 // portsInUse is all this controller needs of the port API: who uses a group it cannot delete.
@@ -140,10 +140,11 @@ func (e *external) observe(ctx context.Context, id string) (*openstack.SecurityG
 	return e.groups.GetSecurityGroup(ctx, id)
 }
 
-// wrote tells the listing that the group was just written.
-func (e *external) wrote(id string) {
+// wrote tells the listing that the group was just written, and what it now is when the
+// write's answers told the whole of it (now nil: they did not, or a call failed).
+func (e *external) wrote(id string, now *openstack.SecurityGroup) {
 	if e.listing != nil && id != "" {
-		e.listing.Wrote(id)
+		e.listing.Wrote(id, now)
 	}
 }
 
@@ -155,6 +156,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 		adopted bool
 	)
 	id := meta.GetExternalName(cr)
+	if id == "" && meta.GetExternalCreatePending(cr).IsZero() {
+		// crossplane-runtime records that a create is pending before it calls Create: no
+		// create was ever tried, so no group of this resource can exist to look for.
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
 	if id == "" {
 		found, err := e.findCreatedFor(ctx, cr)
 		if err != nil || found == nil {
@@ -237,21 +243,31 @@ func (e *external) findCreatedFor(ctx context.Context, cr *v1alpha1.SecurityGrou
 
 func (e *external) Create(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalCreation, error) {
 	sg, err := e.groups.CreateSecurityGroup(ctx, desiredSettings(cr), desiredTags(cr), identityTag(cr))
-	if sg != nil {
-		// Recorded even when tagging failed: the reconciler persists it with the error.
-		meta.SetExternalName(cr, sg.ID)
-		defer e.wrote(sg.ID)
+	if sg == nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, errCreateSecurityGrp)
 	}
+	// Recorded even when tagging failed: the reconciler persists it with the error.
+	meta.SetExternalName(cr, sg.ID)
 	if err != nil {
+		e.wrote(sg.ID, nil)
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreateSecurityGrp)
 	}
 	// Rules in the same reconcile: a new group is not usable until its rules exist.
-	return managed.ExternalCreation{}, e.syncRules(ctx, cr, sg)
+	rules, err := e.syncRules(ctx, cr, sg)
+	if err != nil {
+		e.wrote(sg.ID, nil)
+		return managed.ExternalCreation{}, err
+	}
+	// Neutron answered every call with what it made: the observation after the create
+	// needs no GET of its own.
+	sg.Rules = rules
+	e.wrote(sg.ID, sg)
+	return managed.ExternalCreation{}, nil
 }
 
 func (e *external) Update(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalUpdate, error) {
 	// Decided on a fresh read, never on the listing.
-	defer e.wrote(meta.GetExternalName(cr))
+	defer e.wrote(meta.GetExternalName(cr), nil)
 	sg, err := e.groups.GetSecurityGroup(ctx, meta.GetExternalName(cr))
 	if err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, errGetSecurityGroup)
@@ -271,14 +287,16 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.SecurityGroup) (mana
 			return managed.ExternalUpdate{}, errors.Wrap(err, errTagSecurityGroup)
 		}
 	}
-	return managed.ExternalUpdate{}, e.syncRules(ctx, cr, sg)
+	_, err = e.syncRules(ctx, cr, sg)
+	return managed.ExternalUpdate{}, err
 }
 
-// syncRules removes the rules that are not desired and creates the missing ones. Removal
-// comes first: a rule that differs only in a way Neutron ignores would otherwise be refused
-// as a duplicate. What it changed is one Event per kind of change and reconcile: an Event per
-// rule would be dropped by the event recorder's spam filter past about 25 for one object.
-func (e *external) syncRules(ctx context.Context, cr *v1alpha1.SecurityGroup, sg *openstack.SecurityGroup) error {
+// syncRules removes the rules that are not desired and creates the missing ones, and returns
+// the group's rules as they now are. Removal comes first: a rule that differs only in a way
+// Neutron ignores would otherwise be refused as a duplicate. What it changed is one Event per
+// kind of change and reconcile: an Event per rule would be dropped by the event recorder's
+// spam filter past about 25 for one object.
+func (e *external) syncRules(ctx context.Context, cr *v1alpha1.SecurityGroup, sg *openstack.SecurityGroup) ([]openstack.Rule, error) {
 	desired, _ := desiredRules(cr, sg.ID)
 	d := diffRules(desired, sg.Rules)
 	var deleted []openstack.Rule
@@ -289,22 +307,25 @@ func (e *external) syncRules(ctx context.Context, cr *v1alpha1.SecurityGroup, sg
 	}()
 	for _, r := range d.remove {
 		if err := e.groups.DeleteRule(ctx, r.ID); err != nil && !openstack.IsNotFound(err) {
-			return errors.Wrapf(err, "%s %s", errDeleteRule, r.ID)
+			return nil, errors.Wrapf(err, "%s %s", errDeleteRule, r.ID)
 		}
 		deleted = append(deleted, r)
 	}
+	kept := slices.DeleteFunc(slices.Clone(sg.Rules), func(r openstack.Rule) bool {
+		return slices.ContainsFunc(deleted, func(d openstack.Rule) bool { return d.ID == r.ID })
+	})
 	if len(d.create) == 0 {
-		return nil
+		return kept, nil
 	}
 	for i := range d.create {
 		d.create[i].SecurityGroupID = sg.ID
 	}
 	created, err := e.groups.CreateRules(ctx, d.create)
 	if err != nil {
-		return errors.Wrap(err, errCreateRules)
+		return nil, errors.Wrap(err, errCreateRules)
 	}
 	e.record.Event(cr, event.Normal(reasonRuleCreated, fmt.Sprintf("Created %d rule(s) of spec.forProvider.rules missing in Neutron: %s", len(created), describeRules(created))))
-	return nil
+	return append(kept, created...), nil
 }
 
 // describeRules names rules by ID and identity, the first maxRulesInMessages of them.
@@ -341,7 +362,7 @@ func unresolvedMessage(cr *v1alpha1.SecurityGroup, unresolved []int) string {
 
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.ExternalDelete, error) {
 	id := meta.GetExternalName(cr)
-	defer e.wrote(id)
+	defer e.wrote(id, nil)
 	err := e.groups.DeleteSecurityGroup(ctx, id)
 	switch {
 	case err == nil, openstack.IsNotFound(err):

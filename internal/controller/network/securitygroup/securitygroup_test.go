@@ -3,8 +3,10 @@ package securitygroup
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -120,6 +122,13 @@ func withParams(p v1alpha1.SecurityGroupParameters) sgOption {
 	return func(cr *v1alpha1.SecurityGroup) { cr.Spec.ForProvider = p }
 }
 
+// withCreatePending marks the resource as crossplane-runtime does before it calls Create.
+func withCreatePending() sgOption {
+	return func(cr *v1alpha1.SecurityGroup) {
+		meta.SetExternalCreatePending(cr, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	}
+}
+
 func withPolicies(p ...xpv2.ManagementAction) sgOption {
 	return func(cr *v1alpha1.SecurityGroup) { cr.Spec.ManagementPolicies = p }
 }
@@ -163,10 +172,16 @@ func TestObserve(t *testing.T) {
 		cr     *v1alpha1.SecurityGroup
 		want   want
 	}{
-		"NoExternalNameNothingTagged": {
-			reason: "A resource that was never created does not exist.",
-			n:      &fakeNeutron{listByTag: func(string) ([]openstack.SecurityGroup, error) { return nil, nil }},
+		"NeverCreatedIsNotLookedUp": {
+			reason: "A resource whose create was never tried has no group to look for: Neutron is not asked.",
+			n:      &fakeNeutron{},
 			cr:     securityGroup(withParams(webParams)),
+			want:   want{o: managed.ExternalObservation{ResourceExists: false}},
+		},
+		"NoExternalNameNothingTagged": {
+			reason: "A resource whose create was tried but made nothing does not exist.",
+			n:      &fakeNeutron{listByTag: func(string) ([]openstack.SecurityGroup, error) { return nil, nil }},
+			cr:     securityGroup(withCreatePending(), withParams(webParams)),
 			want:   want{o: managed.ExternalObservation{ResourceExists: false}},
 		},
 		"NoExternalNameAdoptsTaggedGroup": {
@@ -177,7 +192,7 @@ func TestObserve(t *testing.T) {
 				}
 				return []openstack.SecurityGroup{*inSync()}, nil
 			}},
-			cr: securityGroup(withParams(webParams)),
+			cr: securityGroup(withCreatePending(), withParams(webParams)),
 			want: want{
 				o:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				externalName: sid, ready: true,
@@ -188,7 +203,7 @@ func TestObserve(t *testing.T) {
 			n: &fakeNeutron{listByTag: func(string) ([]openstack.SecurityGroup, error) {
 				return []openstack.SecurityGroup{{ID: "a"}, {ID: "b"}}, nil
 			}},
-			cr:   securityGroup(withParams(webParams)),
+			cr:   securityGroup(withCreatePending(), withParams(webParams)),
 			want: want{err: errors.Errorf(errFmtSeveralTagged, 2, identityTagPrefix+uid, "a, b")},
 		},
 		"GoneInNeutron": {
@@ -274,11 +289,14 @@ func TestCreate(t *testing.T) {
 		externalName string
 		createdRules []openstack.Rule
 		tags         []string
+		// told is what the listing was told of the written group (nil: to read it anew).
+		told *openstack.SecurityGroup
 	}
 	cases := map[string]struct {
 		reason string
 		cr     *v1alpha1.SecurityGroup
 		create func(s openstack.SecurityGroupSettings, tags []string) (*openstack.SecurityGroup, error)
+		rules  func(r []openstack.Rule) ([]openstack.Rule, error)
 		want   want
 	}{
 		"CreatesGroupAndRules": {
@@ -295,6 +313,26 @@ func TestCreate(t *testing.T) {
 			want: want{
 				externalName: sid,
 				tags:         []string{identityTagPrefix + uid, "team:web"},
+				createdRules: []openstack.Rule{{SecurityGroupID: sid, Direction: "ingress", EtherType: "IPv4", Protocol: ptr.To("6"), PortRangeMin: ptr.To[int32](22), PortRangeMax: ptr.To[int32](22)}},
+				// Neutron's two default rules, which the spec keeps, and the one created.
+				told: func() *openstack.SecurityGroup {
+					sg := inSync()
+					sg.Rules = append(sg.Rules[:2], openstack.Rule{ID: "new", SecurityGroupID: sid, Direction: "ingress", EtherType: "IPv4", Protocol: ptr.To("6"), PortRangeMin: ptr.To[int32](22), PortRangeMax: ptr.To[int32](22)})
+					return sg
+				}(),
+			},
+		},
+		"RulesFailedGroupIsReadAnew": {
+			reason: "A create whose rules failed tells the listing nothing of the group: the next observation reads it.",
+			cr:     securityGroup(withParams(webParams)),
+			create: func(openstack.SecurityGroupSettings, []string) (*openstack.SecurityGroup, error) {
+				sg := inSync()
+				sg.Rules = sg.Rules[:2]
+				return sg, nil
+			},
+			rules: func([]openstack.Rule) ([]openstack.Rule, error) { return nil, errBoom },
+			want: want{
+				err: errors.Wrap(errBoom, errCreateRules), externalName: sid, tags: []string{identityTagPrefix + uid},
 				createdRules: []openstack.Rule{{SecurityGroupID: sid, Direction: "ingress", EtherType: "IPv4", Protocol: ptr.To("6"), PortRangeMin: ptr.To[int32](22), PortRangeMax: ptr.To[int32](22)}},
 			},
 		},
@@ -321,10 +359,29 @@ func TestCreate(t *testing.T) {
 					gotTags = tags
 					return tc.create(s, tags)
 				},
-				rules: func(r []openstack.Rule) ([]openstack.Rule, error) { gotRules = r; return r, nil },
+				rules: func(r []openstack.Rule) ([]openstack.Rule, error) {
+					gotRules = slices.Clone(r)
+					if tc.rules != nil {
+						return tc.rules(r)
+					}
+					created := slices.Clone(r)
+					for i := range created {
+						created[i].ID = "new"
+					}
+					return created, nil
+				},
 			}
-			e := &external{groups: n, ports: n, record: event.NewNopRecorder()}
+			l := &toldListing{}
+			e := &external{groups: n, ports: n, record: event.NewNopRecorder(), listing: l}
 			_, err := e.Create(context.Background(), tc.cr)
+			if tc.want.externalName != "" {
+				if diff := cmp.Diff([]string{tc.want.externalName}, l.wrote); diff != "" {
+					t.Errorf("%s\ngroups the listing was told were written: -want, +got:\n%s", tc.reason, diff)
+				}
+			}
+			if diff := cmp.Diff(tc.want.told, l.told); diff != "" {
+				t.Errorf("%s\nwhat the listing was told of the group: -want, +got:\n%s", tc.reason, diff)
+			}
 			if diff := cmp.Diff(tc.want.err, err, test.EquateErrors()); diff != "" {
 				t.Errorf("%s\nCreate(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
@@ -339,6 +396,21 @@ func TestCreate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// toldListing records what a listing is told of writes.
+type toldListing struct {
+	wrote []string
+	told  *openstack.SecurityGroup
+}
+
+func (l *toldListing) Observe(context.Context, string) (*openstack.SecurityGroup, error) {
+	return nil, errUnexpectedCall
+}
+
+func (l *toldListing) Wrote(id string, now *openstack.SecurityGroup) {
+	l.wrote = append(l.wrote, id)
+	l.told = now
 }
 
 func TestUpdate(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,6 +77,9 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			tenancy:   tenancy.NewChecker(mgr.GetClient()),
 			kube:      mgr.GetClient(),
 			record:    managedcontroller.Recorder(mgr, Kind),
+			// Half a poll, as for SecurityGroups: two lists of the project's ports a poll,
+			// whatever the number of attachments and servers.
+			listingAge: o.PollInterval / 2,
 		}),
 		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
 		// Attaching is port updates Neutron applies at once; nothing to wait for.
@@ -95,6 +99,9 @@ type connector struct {
 	tenancy   *tenancy.Checker
 	kube      client.Reader
 	record    event.Recorder
+	// listingAge is how old the session's listing of ports may be when an attachment is
+	// observed from it; zero, every observation lists its servers' ports.
+	listingAge time.Duration
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (managed.TypedExternalClient[*v1alpha1.SecurityGroupAttachment], error) {
@@ -125,7 +132,17 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttac
 	if err := c.mayAttach(ctx, cr, s.SecurityGroups()); err != nil {
 		return nil, err
 	}
-	return &external{ports: s.Ports(), nodes: nodes, record: c.record}, nil
+	e := &external{ports: s.Ports(), nodes: nodes, record: c.record}
+	if c.listingAge > 0 {
+		e.listing = s.PortListing(c.listingAge)
+	}
+	return e, nil
+}
+
+// portListing serves the ports of servers from one list of the project's ports.
+type portListing interface {
+	PortsOfDevices(ctx context.Context, deviceIDs []string) ([]openstack.Port, error)
+	Wrote(deviceID string)
 }
 
 // mayAttach refuses what would reach beyond the namespace through the platform's credentials
@@ -171,8 +188,19 @@ type external struct {
 	// nodes lists the Nodes the selector picks from; nil selects none.
 	nodes  client.Reader
 	record event.Recorder
+	// listing, when set, serves the ports Observe reads; apply tells it the servers whose
+	// ports it wrote.
+	listing portListing
 
 	observed *observation
+}
+
+// portsOf reads the ports of the servers: from the listing when there is one.
+func (e *external) portsOf(ctx context.Context, servers []string) ([]openstack.Port, error) {
+	if e.listing != nil {
+		return e.listing.PortsOfDevices(ctx, servers)
+	}
+	return e.ports.ListPortsOfDevices(ctx, servers)
 }
 
 // observation is what Observe read: the plan and the ports it was made from.
@@ -218,7 +246,7 @@ func (e *external) observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttach
 		ids[r.ServerID] = true
 	}
 	if len(ids) > 0 {
-		ports, err := e.ports.ListPortsOfDevices(ctx, sortedKeys(ids))
+		ports, err := e.portsOf(ctx, sortedKeys(ids))
 		if err != nil {
 			return nil, nil, errors.Wrap(err, errListPorts)
 		}
@@ -373,7 +401,12 @@ func (e *external) apply(ctx context.Context, cr *v1alpha1.SecurityGroupAttachme
 	for _, id := range order {
 		var changed []string
 		for _, c := range byServer[id] {
+			writes := c.needed(c.port.SecurityGroups)
 			p, err := e.change(ctx, c)
+			if writes && e.listing != nil {
+				// Whatever the outcome: the listing no longer tells what the port holds.
+				e.listing.Wrote(id)
+			}
 			if err != nil {
 				failed = append(failed, fmt.Sprintf("port %s of server %s: %s", c.port.ID, id, openstack.Describe(err)))
 				continue

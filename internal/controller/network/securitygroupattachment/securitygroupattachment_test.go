@@ -192,3 +192,46 @@ func TestDeleteDetachesRecordedAndMatchingServers(t *testing.T) {
 		t.Errorf("Observe after delete: %+v, %v; want gone", o, err)
 	}
 }
+
+// recordingListing serves ports from fakePorts and records the servers it is told were written.
+type recordingListing struct {
+	f     *fakePorts
+	reads int
+	wrote []string
+}
+
+func (l *recordingListing) PortsOfDevices(ctx context.Context, ids []string) ([]openstack.Port, error) {
+	l.reads++
+	return l.f.ListPortsOfDevices(ctx, ids)
+}
+
+func (l *recordingListing) Wrote(id string) { l.wrote = append(l.wrote, id) }
+
+// TestPortsComeFromTheListing: with a session's listing, Observe reads ports from it, never
+// with a list of its own, and the listing is told of the servers whose ports were written
+// (and of no other), so that it reads them anew.
+func TestPortsComeFromTheListing(t *testing.T) {
+	f := &fakePorts{ports: map[string]*openstack.Port{
+		"pa": {ID: "pa", DeviceID: srvA, SecurityGroups: []string{sg}},
+		"pb": {ID: "pb", DeviceID: srvB, SecurityGroups: []string{"ccm"}},
+	}}
+	e := nodeReader(t, webNode("a", srvA), webNode("b", srvB))
+	e.ports = f
+	l := &recordingListing{f: f}
+	e.listing = l
+	cr := attachment()
+
+	o, err := e.Observe(context.Background(), cr)
+	if err != nil || o.ResourceUpToDate {
+		t.Fatalf("Observe: up to date %v, error %v; want an attach to do", o.ResourceUpToDate, err)
+	}
+	if _, err := e.Update(context.Background(), cr); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if l.reads != 1 || f.lists != 1 {
+		t.Errorf("reads: %d from the listing, %d lists in all; want 1, through the listing", l.reads, f.lists)
+	}
+	if diff := cmp.Diff([]string{srvB}, l.wrote); diff != "" {
+		t.Errorf("servers the listing was told were written: -want, +got:\n%s", diff)
+	}
+}
