@@ -115,7 +115,7 @@ bench: ## Benchmarks against the real servers; ratios to a floor measured in the
 	$(MAKE) bench-scale
 
 .PHONY: bench-scale
-bench-scale: ## SecurityGroups at scale (BENCH_SCALE_N, default 100,1000) against the floor: _output/bench/scale.json.
+bench-scale: ## SecurityGroups, attachments and Buckets at scale against the floor (BENCH_SCALE_N, _ATTACHMENTS, _BUCKETS): _output/bench/scale.json.
 	cluster/tools.sh kube
 	cluster/bench-scale.sh
 

@@ -2,13 +2,17 @@
 # cluster/bench-scale.sh: the scale benchmark behind `make bench-scale` (part of `make bench`).
 #
 # Runs test/scale: the provider binary built from this tree against a control plane of its own
-# ($RUN_DIR/bench, cluster/kube.sh) with the provider's CRDs, and the test bed's Neutron
-# (cluster/openstack.sh up), for each N of BENCH_SCALE_N (default 100,1000) SecurityGroups of 5
-# rules, next to the floor. Writes _output/bench/scale.json and docs/benchmarks-securitygroups.svg.
+# ($RUN_DIR/bench, cluster/kube.sh) with the provider's CRDs, the test bed's Neutron
+# (cluster/openstack.sh up) and versitygw (cluster/versitygw.sh up), next to the floor, for each
+# N of three scenarios: SecurityGroups of 5 rules (BENCH_SCALE_N, default 100,1000),
+# SecurityGroupAttachments over 50 servers each (BENCH_SCALE_ATTACHMENTS, default 4,20) and
+# Buckets with a canned ACL and versioning (BENCH_SCALE_BUCKETS, default 100,1000); an empty
+# list skips a scenario. Writes _output/bench/scale.json and docs/benchmarks-<scenario>.svg.
 # Its control plane is stopped and deleted at the end; the test bed stays up.
 #
-# Environment: RUN_DIR, BENCH_SCALE_N, BENCH_SCALE_CONCURRENCY (default 20: the test bed's Neutron answers 500 to a floor of 100 at once), BENCH_SCALE_POLL
-# (default 30s).
+# Environment: RUN_DIR, BENCH_SCALE_N, BENCH_SCALE_ATTACHMENTS, BENCH_SCALE_BUCKETS,
+# BENCH_SCALE_CONCURRENCY (default 20: the test bed's Neutron answers 500 to a floor of 100 at
+# once), BENCH_SCALE_POLL (default 30s).
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,6 +31,8 @@ cleanup() {
 trap cleanup EXIT
 
 cluster/openstack.sh up
+cluster/tools.sh versitygw
+cluster/versitygw.sh up
 RUN_DIR=${BENCH_RUN} cluster/kube.sh up
 KUBECONFIG=$(RUN_DIR=${BENCH_RUN} cluster/kube.sh kubeconfig)
 export KUBECONFIG
@@ -38,6 +44,10 @@ log "building the provider"
 go build -o _output/bench/provider ./cmd/provider
 # shellcheck disable=SC1090
 source "$(cluster/openstack.sh env)"
-go run ./test/scale -provider _output/bench/provider -n "${BENCH_SCALE_N:-100,1000}" \
+# shellcheck disable=SC1090
+source "$(cluster/versitygw.sh env)"
+go run ./test/scale -provider _output/bench/provider \
+	-securitygroups "${BENCH_SCALE_N-100,1000}" -attachments "${BENCH_SCALE_ATTACHMENTS-4,20}" \
+	-buckets "${BENCH_SCALE_BUCKETS-100,1000}" \
 	-concurrency "${BENCH_SCALE_CONCURRENCY:-20}" -poll "${BENCH_SCALE_POLL:-30s}" \
-	-out _output/bench/scale.json -svg docs/benchmarks-securitygroups.svg
+	-out _output/bench/scale.json -svg-dir docs

@@ -59,7 +59,8 @@ func main() {
 		pollInterval     = app.Flag("poll", "How often each resource is checked for drift in the external system.").Default("1m").Duration()
 		pollJitter       = app.Flag("poll-jitter", "Random jitter added to each poll, so that resources are not all checked at once.").Default("5s").Duration()
 		pollStateMetric  = app.Flag("poll-state-metric", "How often the managed resource state metrics are recorded.").Default("5s").Duration()
-		maxReconcileRate = app.Flag("max-reconcile-rate", "The global maximum number of reconciles per second, and of concurrent reconciles per controller.").Default("100").Int()
+		maxReconcileRate = app.Flag("max-reconcile-rate", "The global maximum number of reconciles per second, and of concurrent reconciles per controller unless --max-concurrent-reconciles says.").Default("100").Int()
+		maxConcurrent    = app.Flag("max-concurrent-reconciles", "How many reconciles of one controller may run at once (each may have backend calls in flight); 0: --max-reconcile-rate.").Default("0").Int()
 
 		metricsAddr = app.Flag("metrics-bind-address", "Address the Prometheus metrics endpoint listens on; 0 disables it.").Default(":8080").String()
 		healthAddr  = app.Flag("health-probe-bind-address", "Address the /healthz and /readyz probes listen on; 0 disables them.").Default(":8081").String()
@@ -132,7 +133,7 @@ func main() {
 	o := managedcontroller.Options{
 		Options: controller.Options{
 			Logger:                  log,
-			MaxConcurrentReconciles: *maxReconcileRate,
+			MaxConcurrentReconciles: concurrentReconciles(*maxConcurrent, *maxReconcileRate),
 			PollInterval:            *pollInterval,
 			GlobalRateLimiter:       ratelimiter.NewGlobal(*maxReconcileRate),
 			Features:                &feature.Flags{},
@@ -188,4 +189,16 @@ func main() {
 	// SetupSignalHandler cancels on SIGTERM/SIGINT; the manager then drains in-flight
 	// reconciles for up to the graceful shutdown timeout.
 	kingpin.FatalIfError(mgr.Start(ctrl.SetupSignalHandler()), "Cannot start controller manager")
+}
+
+// concurrentReconciles is how many reconciles of one controller run at once: as many as the
+// reconcile rate, as crossplane-runtime's providers have it, unless set apart. Apart, a
+// platform team bounds what the provider asks of a backend at once (Neutron answers 500 to
+// many concurrent writes) without capping its reconciles a second, which the cheap ones (a
+// poll served from a listing) need.
+func concurrentReconciles(set, rate int) int {
+	if set > 0 {
+		return set
+	}
+	return rate
 }

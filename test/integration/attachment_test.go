@@ -258,10 +258,12 @@ func TestAttachmentFollowsTheNodeSelector(t *testing.T) {
 	t.Logf("label change to port update in Neutron: %s", time.Since(start).Round(time.Millisecond))
 
 	// Someone removes the group by hand: it comes back, and an event says so.
+	drifted := time.Now()
 	if _, err := ports.Update(ctx, env.Neutron, b.ports[0], ports.UpdateOpts{SecurityGroups: &[]string{}}).Extract(); err != nil {
 		t.Fatal(err)
 	}
 	waitForGroups(t, "b re-attached", b, sg)
+	t.Logf("group removed by hand to group back in Neutron: %s (poll %s)", time.Since(drifted).Round(time.Millisecond), poll)
 	waitForEvent(t, ns, "workers", "ReattachedSecurityGroup", b.id)
 
 	// A node deleted: its server loses the group.

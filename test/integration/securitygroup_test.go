@@ -257,6 +257,7 @@ func TestSecurityGroupLifecycle(t *testing.T) {
 	}
 
 	// Someone deletes a rule by hand: it comes back, and an event says so.
+	drifted := time.Now()
 	for _, r := range sg.Rules {
 		if r.Protocol == "tcp" && r.PortRangeMin == 22 {
 			if err := rules.Delete(ctx, env.Neutron, r.ID).ExtractErr(); err != nil {
@@ -271,6 +272,7 @@ func TestSecurityGroupLifecycle(t *testing.T) {
 		"ingress/IPv4/132/3868-3868/192.168.0.0/16",
 		"ingress/IPv4/udp/53-53/10.0.0.0/8",
 	)
+	t.Logf("rule deleted by hand to rule back in Neutron: %s (poll %s)", time.Since(drifted).Round(time.Millisecond), poll)
 
 	// Someone adds a rule by hand that differs only in its prefix: it is removed.
 	extra, err := rules.Create(ctx, env.Neutron, rules.CreateOpts{

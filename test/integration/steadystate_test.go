@@ -10,9 +10,10 @@ import (
 )
 
 // constantListsForSizes runs measure for each of two sizes at once, over windows of the same
-// length, and fails unless the larger made as many lists as the smaller, give or take a poll's
-// two: what one poll of resources in sync costs does not grow with their number. measure
-// returns the lists it counted (see countSteadyLists).
+// length: each must stay within the bound countSteadyLists checks, two lists a poll whatever
+// the number of resources, where a read per resource would be a call per resource a poll.
+// (The counts of the two sizes are not compared with each other: one resource polled alone
+// finds the listing stale once a poll, many polled apart find it stale twice.)
 func constantListsForSizes(t *testing.T, what string, sizes [2]int, measure func(t *testing.T, n int) int) {
 	t.Helper()
 	lists := map[int]int{}
@@ -29,12 +30,7 @@ func constantListsForSizes(t *testing.T, what string, sizes [2]int, measure func
 			})
 		}
 	})
-	if t.Failed() {
-		return
-	}
-	if small, large := lists[sizes[0]], lists[sizes[1]]; large > small+2 {
-		t.Errorf("lists over the same window: %d for %d %s, %d for %d %s: want the same, give or take a poll's two", small, sizes[0], what, large, sizes[1], what)
-	}
+	t.Logf("lists over the same window: %d for %d %s, %d for %d", lists[sizes[0]], sizes[0], what, lists[sizes[1]], sizes[1])
 }
 
 // countSteadyLists lets the reconciles that follow creation settle, then counts the requests

@@ -1,17 +1,19 @@
 // Command scale measures the provider at scale next to its floor (make bench-scale): for each
-// N, it runs the provider binary against a Kubernetes API server and the test bed's Neutron,
-// creates N SecurityGroups of 5 rules and measures the time until all are Ready, the backend
-// calls per group (the provider's own /metrics), the calls and API server writes of a
-// steady-state poll, and the provider's peak RSS and CPU time; then it deletes them and makes
-// the same groups directly with gophercloud (one create and one bulk rule create per group,
-// the same concurrency): the floor. It writes the results as JSON and an SVG plot of
-// time-to-Ready against N.
+// scenario (SecurityGroups of 5 rules, SecurityGroupAttachments over 50 servers each, Buckets
+// with a canned ACL and versioning) and each N, it runs the provider binary against a
+// Kubernetes API server and the test bed's backends, creates N managed resources and measures
+// the time until all are Ready, the backend calls per resource (the provider's own /metrics),
+// the calls and API server writes of a steady-state poll, and the provider's peak RSS and CPU
+// time; then it deletes them and makes the same external resources directly with the minimal
+// API calls, at the same concurrency: the floor. It writes the results as JSON and, per
+// scenario, an SVG plot of time-to-Ready against N.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,8 +33,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	goopenstack "github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -42,42 +42,42 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/stackservices/provider-stackservices/apis"
-	netv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
 	pcv1alpha1 "github.com/stackservices/provider-stackservices/apis/v1alpha1"
 	"github.com/stackservices/provider-stackservices/internal/clients/openstack"
 )
 
-const (
-	namespace = "scale"
-	rulesEach = 5
-)
+const namespace = "scale"
 
-// Result is one N's figures.
+// Result is one scenario's figures for one N.
 type Result struct {
-	N int `json:"n"`
+	Scenario string `json:"scenario"`
+	N        int    `json:"n"`
 	// Seconds from the first create until every group is Ready, for the provider and the floor.
 	ProviderReadySeconds float64 `json:"providerReadySeconds"`
 	FloorSeconds         float64 `json:"floorSeconds"`
 	Ratio                float64 `json:"ratio"`
-	// Backend calls per group until all were Ready (the floor makes 2).
-	CallsPerGroup      float64 `json:"callsPerGroup"`
-	FloorCallsPerGroup float64 `json:"floorCallsPerGroup"`
+	// Backend calls per resource until all were Ready, and the floor's.
+	CallsPerResource      float64 `json:"callsPerResource"`
+	FloorCallsPerResource float64 `json:"floorCallsPerResource"`
 	// Over one poll interval once all are Ready and settled.
 	SteadyCallsPerPoll  float64 `json:"steadyCallsPerPoll"`
 	SteadyWritesPerPoll float64 `json:"steadyAPIServerWritesPerPoll"`
 	// Of those write requests, how many changed the object (updates the API server stored
 	// in etcd); the others were writes of an unchanged object.
 	SteadyStoredPerPoll float64 `json:"steadyEtcdUpdatesPerPoll"`
-	// API server writes to SecurityGroups (create, update, status) per group until Ready.
-	WritesPerGroup float64 `json:"apiServerWritesPerGroup"`
-	PeakRSSMiB     float64 `json:"providerPeakRSSMiB"`
-	CPUSeconds     float64 `json:"providerCPUSeconds"`
+	// API server writes to the managed resources (create, update, status) per resource until
+	// Ready.
+	WritesPerResource float64 `json:"apiServerWritesPerResource"`
+	// The longest time from a change by hand (to some of them, once steady) to its repair;
+	// 0 for a scenario that does not measure it.
+	DriftSeconds float64 `json:"driftSeconds,omitempty"`
+	PeakRSSMiB   float64 `json:"providerPeakRSSMiB"`
+	CPUSeconds   float64 `json:"providerCPUSeconds"`
 }
 
 // Results are a run's.
@@ -90,30 +90,42 @@ type Results struct {
 }
 
 type config struct {
-	provider, clouds, cloud, out, svg string
-	sizes                             []int
-	concurrency                       int
-	poll                              time.Duration
+	provider, clouds, cloud, out, svgDir string
+	// sizes are the Ns of each scenario to run, by name; a scenario without sizes is not run.
+	sizes       map[string][]int
+	concurrency int
+	poll        time.Duration
 }
 
+// scenarioNames are the scenarios, in the order they run.
+var scenarioNames = []string{"securitygroups", "attachments", "buckets"}
+
 func main() {
-	var c config
-	var sizes string
+	c := config{sizes: map[string][]int{}}
 	flag.StringVar(&c.provider, "provider", "", "the provider binary")
 	flag.StringVar(&c.clouds, "clouds", os.Getenv("OS_CLIENT_CONFIG_FILE"), "clouds.yaml of the test bed")
 	flag.StringVar(&c.cloud, "cloud", "demo", "the cloud of clouds.yaml to use")
-	flag.StringVar(&sizes, "n", "100,1000", "numbers of SecurityGroups, comma-separated")
-	flag.IntVar(&c.concurrency, "concurrency", 20, "concurrent reconciles of the provider (--max-reconcile-rate) and concurrent creates of the floor")
+	sizes := map[string]*string{
+		"securitygroups": flag.String("securitygroups", "100,1000", "numbers of SecurityGroups (5 rules each), comma-separated; empty: none"),
+		"attachments":    flag.String("attachments", "", fmt.Sprintf("numbers of SecurityGroupAttachments (%d servers each), comma-separated; empty: none", serversEach)),
+		"buckets":        flag.String("buckets", "", "numbers of Buckets (canned ACL, versioning, on versitygw), comma-separated; empty: none"),
+	}
+	flag.IntVar(&c.concurrency, "concurrency", 20, "concurrent reconciles of each of the provider's controllers (--max-concurrent-reconciles) and concurrent creates of the floor")
 	flag.DurationVar(&c.poll, "poll", 30*time.Second, "the provider's poll interval")
 	flag.StringVar(&c.out, "out", "_output/bench/scale.json", "results file")
-	flag.StringVar(&c.svg, "svg", "docs/benchmarks-securitygroups.svg", "plot of time-to-Ready against N")
+	flag.StringVar(&c.svgDir, "svg-dir", "docs", "where the plots of time-to-Ready against N go (benchmarks-<scenario>.svg)")
 	flag.Parse()
-	for _, s := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			fail("bad -n %q", sizes)
+	for name, list := range sizes {
+		for _, f := range strings.Split(*list, ",") {
+			if strings.TrimSpace(f) == "" {
+				continue
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				fail("bad -%s %q", name, *list)
+			}
+			c.sizes[name] = append(c.sizes[name], n)
 		}
-		c.sizes = append(c.sizes, n)
 	}
 	if c.provider == "" {
 		fail("-provider is required")
@@ -151,27 +163,46 @@ func run(ctx context.Context, c config) error {
 	if err := providerConfig(ctx, kube, clouds, c.cloud); err != nil {
 		return err
 	}
-	neutron, calls, err := floorClient(ctx, clouds, c.cloud)
+	neutron, err := newFloorNeutron(ctx, clouds, c.cloud)
 	if err != nil {
 		return err
 	}
+	scenarios := map[string]func() (scenario, error){
+		"securitygroups": func() (scenario, error) { return securityGroups{neutron: neutron}, nil },
+		"attachments":    func() (scenario, error) { return &attachments{neutron: neutron}, nil },
+		"buckets":        func() (scenario, error) { return newBuckets(kube) },
+	}
 
 	res := Results{Date: time.Now().UTC().Format(time.DateOnly), Machine: machine(), Concurrency: c.concurrency, Poll: c.poll.String()}
-	for _, n := range c.sizes {
-		r, err := measureProvider(ctx, c, cfg, kube, n)
-		if err != nil {
-			return fmt.Errorf("provider, %d groups: %w", n, err)
+	for _, name := range scenarioNames {
+		if len(c.sizes[name]) == 0 {
+			continue
 		}
-		floor, floorCalls, err := measureFloor(ctx, neutron, calls, n, c.concurrency)
+		sc, err := scenarios[name]()
 		if err != nil {
-			return fmt.Errorf("floor, %d groups: %w", n, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		r.FloorSeconds = floor.Seconds()
-		r.FloorCallsPerGroup = float64(floorCalls) / float64(n)
-		r.Ratio = r.ProviderReadySeconds / r.FloorSeconds
-		logf("%d groups: provider %.1fs, floor %.1fs (%.2fx); %.1f calls a group (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; RSS %.0f MiB, CPU %.1fs",
-			n, r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerGroup, r.FloorCallsPerGroup, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll, r.PeakRSSMiB, r.CPUSeconds)
-		res.Runs = append(res.Runs, r)
+		var runs []Result
+		for _, n := range c.sizes[name] {
+			r, err := measure(ctx, c, cfg, kube, sc, n)
+			if err != nil {
+				return fmt.Errorf("%s, N=%d: %w", name, n, err)
+			}
+			logf("%d %s: provider %.1fs, floor %.1fs (%.2fx); %.1f calls each (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; drift repaired within %.1fs; RSS %.0f MiB, CPU %.1fs",
+				n, sc.unit(), r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerResource, r.FloorCallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll, r.DriftSeconds, r.PeakRSSMiB, r.CPUSeconds)
+			runs = append(runs, r)
+		}
+		res.Runs = append(res.Runs, runs...)
+		if c.svgDir != "" {
+			if err := os.MkdirAll(c.svgDir, 0o750); err != nil {
+				return err
+			}
+			svg := filepath.Join(c.svgDir, "benchmarks-"+name+".svg")
+			if err := os.WriteFile(svg, plot(res.Date, sc.unit(), runs), 0o600); err != nil {
+				return err
+			}
+			logf("plot: %s", svg)
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(c.out), 0o750); err != nil {
 		return err
@@ -181,16 +212,36 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	logf("results: %s", c.out)
-	if c.svg != "" {
-		if err := os.MkdirAll(filepath.Dir(c.svg), 0o750); err != nil {
-			return err
-		}
-		if err := os.WriteFile(c.svg, plot(res), 0o600); err != nil {
-			return err
-		}
-		logf("plot: %s", c.svg)
-	}
 	return nil
+}
+
+// measure runs one N of a scenario: prepare, the provider, the floor, cleanup.
+func measure(ctx context.Context, c config, cfg *rest.Config, kube client.Client, sc scenario, n int) (Result, error) {
+	if err := sc.prepare(ctx, n); err != nil {
+		return Result{}, errors.Join(err, sc.cleanup(ctx))
+	}
+	r, err := measureProvider(ctx, c, cfg, kube, sc, n)
+	if err != nil {
+		return r, errors.Join(err, sc.cleanup(ctx))
+	}
+	floor, floorCalls, err := sc.floor(ctx, n, c.concurrency)
+	if err != nil {
+		return r, errors.Join(fmt.Errorf("floor: %w", err), sc.cleanup(ctx))
+	}
+	r.FloorSeconds = floor.Seconds()
+	r.FloorCallsPerResource = float64(floorCalls) / float64(n)
+	r.Ratio = r.ProviderReadySeconds / r.FloorSeconds
+	return r, sc.cleanup(ctx)
+}
+
+// objectMeta names the i-th managed resource of a scenario, in the benchmark's namespace.
+func objectMeta(format string, i int) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf(format, i)}
+}
+
+// providerConfigRef is the ProviderConfig providerConfig makes.
+func providerConfigRef() xpv2.ManagedResourceSpec {
+	return xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}}
 }
 
 // providerConfig makes the namespace, its credentials Secret and its ProviderConfig.
@@ -213,23 +264,6 @@ func providerConfig(ctx context.Context, kube client.Client, clouds []byte, clou
 		}
 	}
 	return nil
-}
-
-func group(i int) *netv1alpha1.SecurityGroup {
-	rs := make([]netv1alpha1.SecurityGroupRule, 0, rulesEach)
-	for p := range int32(rulesEach) {
-		rs = append(rs, netv1alpha1.SecurityGroupRule{
-			Direction: netv1alpha1.DirectionIngress, EtherType: netv1alpha1.EtherTypeIPv4, Protocol: ptr.To("tcp"),
-			PortRangeMin: ptr.To(8000 + p), PortRangeMax: ptr.To(8000 + p), RemoteIPPrefix: ptr.To("10.0.0.0/8"),
-		})
-	}
-	return &netv1alpha1.SecurityGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("scale-%05d", i)},
-		Spec: netv1alpha1.SecurityGroupSpec{
-			ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}},
-			ForProvider:         netv1alpha1.SecurityGroupParameters{Rules: rs},
-		},
-	}
 }
 
 // provider is the provider's process.
@@ -255,7 +289,9 @@ func startProvider(ctx context.Context, c config) (*provider, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, c.provider, //nolint:gosec // The binary the make target built.
-		"--poll="+c.poll.String(), "--poll-jitter=0s", "--max-reconcile-rate="+strconv.Itoa(c.concurrency),
+		// The floor's concurrency; the reconcile rate stays the provider's default (100 a
+		// second), which it does not reach: the floor has no rate to match.
+		"--poll="+c.poll.String(), "--poll-jitter=0s", "--max-concurrent-reconciles="+strconv.Itoa(c.concurrency),
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", healthPort))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -289,13 +325,13 @@ func (p *provider) stop() {
 	}
 }
 
-// calls sums the provider's requests to OpenStack.
-func (p *provider) calls() (float64, error) {
+// calls sums the provider's requests to the backend.
+func (p *provider) calls(backend string) (float64, error) {
 	fams, err := scrape(http.DefaultClient, p.metrics)
 	if err != nil {
 		return 0, err
 	}
-	return sum(fams["stackservices_backend_requests_total"], func(l map[string]string) bool { return l["backend"] == "openstack" }), nil
+	return sum(fams["stackservices_backend_requests_total"], func(l map[string]string) bool { return l["backend"] == backend }), nil
 }
 
 // usage is the provider's peak RSS (MiB) and CPU time (s) from /proc.
@@ -324,16 +360,17 @@ func (p *provider) usage() (float64, float64, error) {
 	return rss, (utime + stime) / 100, nil
 }
 
-func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube client.Client, n int) (Result, error) {
-	r := Result{N: n}
+func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube client.Client, sc scenario, n int) (Result, error) {
+	r := Result{Scenario: sc.name(), N: n}
 	p, err := startProvider(ctx, c)
 	if err != nil {
 		return r, err
 	}
 	defer p.stop()
-	writes := func() (float64, error) { w, _, err := apiServerWrites(cfg); return w, err }
-	stored := func() float64 { _, s, _ := apiServerWrites(cfg); return s }
-	calls0, err := p.calls()
+	calls := func() (float64, error) { return p.calls(sc.backend()) }
+	writes := func() (float64, error) { w, _, err := apiServerWrites(cfg, sc.resource()); return w, err }
+	stored := func() float64 { _, s, _ := apiServerWrites(cfg, sc.resource()); return s }
+	calls0, err := calls()
 	if err != nil {
 		return r, err
 	}
@@ -343,14 +380,14 @@ func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube clien
 	}
 
 	start := time.Now()
-	if err := parallel(n, 50, func(i int) error { return kube.Create(ctx, group(i)) }); err != nil {
+	if err := parallel(n, 50, func(i int) error { return kube.Create(ctx, sc.object(i)) }); err != nil {
 		return r, err
 	}
-	if err := waitAll(ctx, kube, n, 30*time.Minute); err != nil {
+	if err := waitAll(ctx, kube, sc, n, 30*time.Minute); err != nil {
 		return r, err
 	}
 	r.ProviderReadySeconds = time.Since(start).Seconds()
-	calls1, err := p.calls()
+	calls1, err := calls()
 	if err != nil {
 		return r, err
 	}
@@ -358,53 +395,60 @@ func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube clien
 	if err != nil {
 		return r, err
 	}
-	r.CallsPerGroup = (calls1 - calls0) / float64(n)
-	r.WritesPerGroup = (writes1 - writes0) / float64(n)
+	r.CallsPerResource = (calls1 - calls0) / float64(n)
+	r.WritesPerResource = (writes1 - writes0) / float64(n)
 
 	// Steady state: let the reconciles that follow the creates settle, then one poll.
 	time.Sleep(c.poll)
-	callsA, _ := p.calls()
+	callsA, _ := calls()
 	writesA, _ := writes()
 	storedA := stored()
 	time.Sleep(c.poll)
-	callsB, _ := p.calls()
+	callsB, _ := calls()
 	writesB, _ := writes()
 	r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll = callsB-callsA, writesB-writesA, stored()-storedA
+	if d, ok := sc.(drifter); ok {
+		longest, err := d.drift(ctx, kube, min(n, driftedResources), 3*c.poll)
+		if err != nil {
+			return r, fmt.Errorf("drift: %w", err)
+		}
+		r.DriftSeconds = longest.Seconds()
+	}
 	if r.PeakRSSMiB, r.CPUSeconds, err = p.usage(); err != nil {
 		return r, err
 	}
 
-	// Delete them all, and wait until Neutron has none of them (the provider deletes them).
-	if err := kube.DeleteAllOf(ctx, &netv1alpha1.SecurityGroup{}, client.InNamespace(namespace)); err != nil {
+	// Delete them all, and wait until the provider has deleted their external resources.
+	if err := kube.DeleteAllOf(ctx, sc.kind(), client.InNamespace(namespace)); err != nil {
 		return r, err
 	}
 	deadline := time.Now().Add(30 * time.Minute)
 	for {
-		l := &netv1alpha1.SecurityGroupList{}
+		l := sc.newList()
 		if err := kube.List(ctx, l, client.InNamespace(namespace)); err != nil {
 			return r, err
 		}
-		if len(l.Items) == 0 {
+		if len(l.GetItems()) == 0 {
 			return r, nil
 		}
 		if time.Now().After(deadline) {
-			return r, fmt.Errorf("%d groups not deleted in 30 minutes", len(l.Items))
+			return r, fmt.Errorf("%d %s not deleted in 30 minutes", len(l.GetItems()), sc.unit())
 		}
 		time.Sleep(time.Second)
 	}
 }
 
-// waitAll waits until n SecurityGroups of the namespace are Ready.
-func waitAll(ctx context.Context, kube client.Client, n int, timeout time.Duration) error {
+// waitAll waits until n managed resources of the scenario are Ready.
+func waitAll(ctx context.Context, kube client.Client, sc scenario, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		l := &netv1alpha1.SecurityGroupList{}
+		l := sc.newList()
 		if err := kube.List(ctx, l, client.InNamespace(namespace)); err != nil {
 			return err
 		}
 		ready := 0
-		for _, sg := range l.Items {
-			if sg.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+		for _, mr := range l.GetItems() {
+			if mr.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
 				ready++
 			}
 		}
@@ -412,15 +456,15 @@ func waitAll(ctx context.Context, kube client.Client, n int, timeout time.Durati
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d groups Ready after %s", ready, n, timeout)
+			return fmt.Errorf("%d of %d %s Ready after %s", ready, n, sc.unit(), timeout)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 }
 
-// apiServerWrites sums the API server's write requests to SecurityGroups (and their status),
-// and its updates of them in etcd.
-func apiServerWrites(cfg *rest.Config) (requests, stored float64, err error) {
+// apiServerWrites sums the API server's write requests to the resource (and its status), and
+// its updates of them in etcd.
+func apiServerWrites(cfg *rest.Config, gr schema.GroupResource) (requests, stored float64, err error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return 0, 0, err
@@ -429,7 +473,6 @@ func apiServerWrites(cfg *rest.Config) (requests, stored float64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	gr := schema.GroupResource{Group: netv1alpha1.Group, Resource: "securitygroups"}
 	requests = sum(fams["apiserver_request_total"], func(l map[string]string) bool {
 		return l["group"] == gr.Group && l["resource"] == gr.Resource && (l["verb"] == "POST" || l["verb"] == "PUT" || l["verb"] == "PATCH" || l["verb"] == "APPLY")
 	})
@@ -476,75 +519,29 @@ func labelsOf(m *dto.Metric) map[string]string {
 	return labels
 }
 
-// floorClient is a Neutron client made directly from the clouds.yaml, counting its requests.
-func floorClient(ctx context.Context, clouds []byte, cloud string) (*gophercloud.ServiceClient, *atomic.Int64, error) {
+// floorNeutron is the floor's Neutron client, made directly from the clouds.yaml, and the
+// count of its requests.
+type floorNeutron struct {
+	c     *gophercloud.ServiceClient
+	calls *atomic.Int64
+}
+
+func newFloorNeutron(ctx context.Context, clouds []byte, cloud string) (*floorNeutron, error) {
 	c, err := openstack.ParseCredentials(clouds, openstack.ParseOptions{Cloud: cloud})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	pc, err := goopenstack.NewClient(c.Auth.IdentityEndpoint)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	calls := &atomic.Int64{}
 	pc.HTTPClient = http.Client{Transport: countingTransport{next: http.DefaultTransport, n: calls}}
 	if err := goopenstack.Authenticate(ctx, pc, c.Auth); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	nc, err := goopenstack.NewNetworkV2(pc, c.Endpoint)
-	return nc, calls, err
-}
-
-type countingTransport struct {
-	next http.RoundTripper
-	n    *atomic.Int64
-}
-
-func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(r.URL.Path, "/tokens") {
-		t.n.Add(1)
-	}
-	return t.next.RoundTrip(r)
-}
-
-// measureFloor creates n groups with their rules (one call each) with the concurrency, and
-// deletes them afterwards. It returns the time and the calls the creates took.
-func measureFloor(ctx context.Context, nc *gophercloud.ServiceClient, calls *atomic.Int64, n, concurrency int) (time.Duration, int64, error) {
-	ids := make([]string, n)
-	before := calls.Load()
-	start := time.Now()
-	err := parallel(n, concurrency, func(i int) error {
-		var sg *groups.SecGroup
-		if err := retried(func() (err error) {
-			sg, err = groups.Create(ctx, nc, groups.CreateOpts{Name: fmt.Sprintf("floor-%05d", i)}).Extract()
-			return err
-		}); err != nil {
-			return err
-		}
-		ids[i] = sg.ID
-		opts := make([]rules.CreateOpts, 0, rulesEach)
-		for p := range rulesEach {
-			opts = append(opts, rules.CreateOpts{
-				Direction: rules.DirIngress, EtherType: rules.EtherType4, Protocol: rules.ProtocolTCP, SecGroupID: sg.ID,
-				PortRangeMin: 8000 + p, PortRangeMax: 8000 + p, RemoteIPPrefix: "10.0.0.0/8",
-			})
-		}
-		return retried(func() error {
-			_, err := rules.CreateBulk(ctx, nc, opts).Extract()
-			return err
-		})
-	})
-	d, made := time.Since(start), calls.Load()-before
-	derr := parallel(n, concurrency, func(i int) error {
-		if ids[i] == "" {
-			return nil
-		}
-		return retried(func() error { return groups.Delete(ctx, nc, ids[i]).ExtractErr() })
-	})
-	if err != nil {
-		return d, made, err
-	}
-	return d, made, derr
+	return &floorNeutron{c: nc, calls: calls}, err
 }
 
 // retried calls f again, up to 5 times, while Neutron answers 5xx (a busy Neutron does): a
@@ -606,11 +603,11 @@ func machine() string {
 	return fmt.Sprintf("%d cores (%s), %s", runtime.NumCPU(), model, runtime.Version())
 }
 
-// plot draws time-to-Ready against N, provider and floor, as an SVG line chart.
-func plot(res Results) []byte {
+// plot draws time-to-Ready against N of one scenario, provider and floor, as an SVG line chart.
+func plot(date, unit string, runs []Result) []byte {
 	const w, h, left, bottom, top, right = 640.0, 400.0, 70.0, 50.0, 40.0, 20.0
 	maxN, maxT := 0.0, 0.0
-	for _, r := range res.Runs {
+	for _, r := range runs {
 		maxN = math.Max(maxN, float64(r.N))
 		maxT = math.Max(maxT, math.Max(r.ProviderReadySeconds, r.FloorSeconds))
 	}
@@ -620,23 +617,23 @@ func plot(res Results) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="20" font-size="14">SecurityGroups (%d rules) to Ready: provider vs floor, %s</text>`+"\n", left, rulesEach, res.Date)
+	fmt.Fprintf(&b, `<text x="%.0f" y="20" font-size="14">%s to Ready: provider vs floor, %s</text>`+"\n", left, unit, date)
 	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left, h-bottom, w-right, h-bottom)
 	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left, top, left, h-bottom)
 	for i := 0; i <= 4; i++ {
 		t := maxT * float64(i) / 4
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.0fs</text>`+"\n", left-6, y(t)+4, t)
 	}
-	for _, r := range res.Runs {
+	for _, r := range runs {
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%d</text>`+"\n", x(float64(r.N)), h-bottom+18, r.N)
 	}
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">N (SecurityGroups)</text>`+"\n", (left+w-right)/2, h-10)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">N</text>`+"\n", (left+w-right)/2, h-10)
 	for _, s := range []struct {
 		name, color string
 		t           func(Result) float64
 	}{{"provider", "#c0392b", func(r Result) float64 { return r.ProviderReadySeconds }}, {"floor", "#2471a3", func(r Result) float64 { return r.FloorSeconds }}} {
 		var pts []string
-		for _, r := range res.Runs {
+		for _, r := range runs {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(r.N)), y(s.t(r))))
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(float64(r.N)), y(s.t(r)), s.color)
 		}

@@ -2,7 +2,10 @@ package openstack
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -12,11 +15,19 @@ import (
 // session's listings: polling N resources costs a constant number of lists per poll interval
 // instead of N reads. A key written by this provider since the list was asked for is not
 // served from it (the caller reads it on its own), unless the write told what it now is.
+//
+// Served from a list up to maxAge old, a poll would see drift up to maxAge late. So a new list
+// is also compared with the one before: the watchers of each key whose revision changed, that
+// appeared or that is gone are told at once (but not of keys this provider wrote meanwhile:
+// their writers look at them anyway). The lists are made when an observation finds the
+// snapshot stale, as before, so drift costs no call of its own and is seen within a poll.
 type snapshot[V any] struct {
 	maxAge time.Duration
 	now    func() time.Time
 	list   func(ctx context.Context) (map[string]V, error)
 	clone  func(V) V
+	// revision tells whether a key changed between two lists.
+	revision func(V) string
 
 	mu sync.Mutex
 	// listedAt is when the current list was asked for: what it holds is at least that fresh.
@@ -28,10 +39,73 @@ type snapshot[V any] struct {
 	known map[string]V
 	// listing is closed when the list in flight ends; nil when none is.
 	listing chan struct{}
+	// listed is whether the current list succeeded: only two good lists tell what changed.
+	listed bool
+	// watchers are told of a change of a key: by key, the watchers' callbacks by watcher;
+	// watching is the keys of each watcher.
+	watchers map[string]map[string]func()
+	watching map[string][]string
 }
 
-func newSnapshot[V any](maxAge time.Duration, list func(context.Context) (map[string]V, error), clone func(V) V) *snapshot[V] {
-	return &snapshot[V]{maxAge: maxAge, now: time.Now, list: list, clone: clone, written: map[string]time.Time{}, known: map[string]V{}}
+func newSnapshot[V any](maxAge time.Duration, list func(context.Context) (map[string]V, error), clone func(V) V, revision func(V) string) *snapshot[V] {
+	return &snapshot[V]{
+		maxAge: maxAge, now: time.Now, list: list, clone: clone, revision: revision,
+		written: map[string]time.Time{}, known: map[string]V{},
+		watchers: map[string]map[string]func(){}, watching: map[string][]string{},
+	}
+}
+
+// Watch asks for notify to be called when a later list shows one of the keys changed,
+// appeared or gone, in place of what the watcher watched before. notify is called from the
+// goroutine that listed and must not block.
+func (s *snapshot[V]) Watch(watcher string, keys []string, notify func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgetLocked(watcher)
+	for _, k := range keys {
+		if s.watchers[k] == nil {
+			s.watchers[k] = map[string]func(){}
+		}
+		s.watchers[k][watcher] = notify
+	}
+	s.watching[watcher] = slices.Clone(keys)
+}
+
+// Forget ends the watcher's watch.
+func (s *snapshot[V]) Forget(watcher string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgetLocked(watcher)
+}
+
+func (s *snapshot[V]) forgetLocked(watcher string) {
+	for _, k := range s.watching[watcher] {
+		delete(s.watchers[k], watcher)
+		if len(s.watchers[k]) == 0 {
+			delete(s.watchers, k)
+		}
+	}
+	delete(s.watching, watcher)
+}
+
+// changedLocked returns the callbacks of the watchers of every key the new list shows
+// changed since the last one, but those written since. Call it with mu held.
+func (s *snapshot[V]) changedLocked(now map[string]V) []func() {
+	var out []func()
+	for k, ws := range s.watchers {
+		before, was := s.byKey[k]
+		after, is := now[k]
+		if was == is && (!was || s.revision(before) == s.revision(after)) {
+			continue
+		}
+		if _, wrote := s.written[k]; wrote {
+			continue
+		}
+		for _, notify := range ws {
+			out = append(out, notify)
+		}
+	}
+	return out
 }
 
 // lookup returns the key's value from the list when no write since makes it stale (or from
@@ -93,7 +167,11 @@ func (s *snapshot[V]) refresh(ctx context.Context) error {
 		if err != nil {
 			byKey = nil
 		}
-		s.byKey, s.listedAt, s.listing = byKey, asked, nil
+		var notify []func()
+		if err == nil && s.listed {
+			notify = s.changedLocked(byKey)
+		}
+		s.byKey, s.listedAt, s.listing, s.listed = byKey, asked, nil, err == nil
 		for key, w := range s.written {
 			if w.Before(asked) {
 				delete(s.written, key)
@@ -102,6 +180,9 @@ func (s *snapshot[V]) refresh(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 		close(done)
+		for _, n := range notify {
+			n()
+		}
 		return nil
 	}
 }
@@ -136,7 +217,8 @@ func NewGroupListing(maxAge time.Duration, list func(context.Context) ([]Securit
 		sg.Rules, sg.Tags = slices.Clone(sg.Rules), slices.Clone(sg.Tags)
 		return sg
 	}
-	return &GroupListing{snapshot: newSnapshot(maxAge, byID, clone), get: get}
+	revision := func(sg SecurityGroup) string { return strconv.FormatInt(sg.RevisionNumber, 10) }
+	return &GroupListing{snapshot: newSnapshot(maxAge, byID, clone, revision), get: get}
 }
 
 // Observe returns the group with its rules, from the listing when it is fresh enough.
@@ -181,6 +263,10 @@ func NewPortListing(maxAge time.Duration, list func(context.Context) ([]Port, er
 				m[p.DeviceID] = append(m[p.DeviceID], p)
 			}
 		}
+		// In a stable order, so that two lists of the same ports have the same revision.
+		for _, ps := range m {
+			slices.SortFunc(ps, func(a, b Port) int { return strings.Compare(a.ID, b.ID) })
+		}
 		return m, nil
 	}
 	clone := func(ps []Port) []Port {
@@ -190,7 +276,15 @@ func NewPortListing(maxAge time.Duration, list func(context.Context) ([]Port, er
 		}
 		return out
 	}
-	return &PortListing{snapshot: newSnapshot(maxAge, byDevice, clone), ofDevices: ofDevices}
+	// A server's ports changed when one of them did, or one came or went.
+	revision := func(ps []Port) string {
+		var b strings.Builder
+		for _, p := range ps {
+			fmt.Fprintf(&b, "%s@%d,", p.ID, p.RevisionNumber)
+		}
+		return b.String()
+	}
+	return &PortListing{snapshot: newSnapshot(maxAge, byDevice, clone, revision), ofDevices: ofDevices}
 }
 
 // PortsOfDevices returns the ports of the servers, from the listing where it is fresh enough

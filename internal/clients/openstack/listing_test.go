@@ -312,3 +312,110 @@ func TestPortListing(t *testing.T) {
 		t.Error("a failed read of ports was no error")
 	}
 }
+
+// TestListingTellsWatchersOfDrift: a new list tells the watchers of each key that changed
+// (another revision), appeared or went since the one before, but not of keys this provider
+// wrote meanwhile, nor anyone once forgotten.
+func TestListingTellsWatchersOfDrift(t *testing.T) {
+	ctx := context.Background()
+	n := &fakeNeutron{groups: map[string]SecurityGroup{}}
+	for _, id := range []string{"a", "b", "c"} {
+		n.set(SecurityGroup{ID: id, RevisionNumber: 1})
+	}
+	l := NewGroupListing(time.Minute, n.list, n.get)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return now }
+	told := map[string]int{}
+	tell := func(who string) func() { return func() { told[who]++ } }
+	relist := func() {
+		t.Helper()
+		now = now.Add(time.Minute + time.Second)
+		if _, err := l.Observe(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Watch("x", []string{"a"}, tell("x"))
+	l.Watch("y", []string{"b"}, tell("y"))
+	l.Watch("z", []string{"new"}, tell("z"))
+	relist()
+	if len(told) != 0 {
+		t.Errorf("the first list told %v: nothing to compare with", told)
+	}
+
+	n.set(SecurityGroup{ID: "a", RevisionNumber: 2})
+	n.set(SecurityGroup{ID: "b", RevisionNumber: 2})
+	l.Wrote("b", nil)
+	n.set(SecurityGroup{ID: "c", RevisionNumber: 2})
+	n.set(SecurityGroup{ID: "new", RevisionNumber: 1})
+	relist()
+	if diff := cmp.Diff(map[string]int{"x": 1, "z": 1}, told); diff != "" {
+		t.Errorf("told after drift of a, our write of b and a new group: -want, +got:\n%s", diff)
+	}
+
+	relist()
+	if diff := cmp.Diff(map[string]int{"x": 1, "z": 1}, told); diff != "" {
+		t.Errorf("told after a list without change: -want, +got:\n%s", diff)
+	}
+
+	// A group gone tells its watchers; a forgotten watcher is told nothing, and watching
+	// again replaces what a watcher watched.
+	n.mu.Lock()
+	delete(n.groups, "a")
+	delete(n.groups, "new")
+	n.mu.Unlock()
+	n.set(SecurityGroup{ID: "b", RevisionNumber: 3})
+	l.Forget("z")
+	l.Watch("y", []string{"c"}, tell("y"))
+	relist()
+	if diff := cmp.Diff(map[string]int{"x": 2, "z": 1}, told); diff != "" {
+		t.Errorf("told after a and new went and b changed: -want, +got:\n%s", diff)
+	}
+
+	// A failed list tells nothing, and neither does the good list after it (nothing to
+	// compare with).
+	n.listFails = true
+	relist()
+	n.listFails = false
+	n.set(SecurityGroup{ID: "c", RevisionNumber: 9})
+	relist()
+	if diff := cmp.Diff(map[string]int{"x": 2, "z": 1}, told); diff != "" {
+		t.Errorf("told around a failed list: -want, +got:\n%s", diff)
+	}
+}
+
+// TestPortListingTellsOfAServersPorts: a server's ports changed when one of them did, or one
+// came or went, whatever order Neutron lists them in.
+func TestPortListingTellsOfAServersPorts(t *testing.T) {
+	ctx := context.Background()
+	f := &fakePorts{ports: []Port{
+		{ID: "p2", DeviceID: "srv", RevisionNumber: 1},
+		{ID: "p1", DeviceID: "srv", RevisionNumber: 1},
+		{ID: "q1", DeviceID: "other", RevisionNumber: 1},
+	}}
+	l := NewPortListing(time.Minute, f.list, f.devices)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return now }
+	told := 0
+	l.Watch("att", []string{"srv"}, func() { told++ })
+	relist := func() {
+		t.Helper()
+		now = now.Add(time.Minute + time.Second)
+		if _, err := l.PortsOfDevices(ctx, []string{"srv"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relist()
+	f.ports[0], f.ports[1] = f.ports[1], f.ports[0]
+	f.ports[2].RevisionNumber = 2
+	relist()
+	if told != 0 {
+		t.Errorf("told %d times of the same ports in another order, or of another server", told)
+	}
+	f.ports[0].RevisionNumber = 2
+	relist()
+	f.ports = append(f.ports, Port{ID: "p3", DeviceID: "srv"})
+	relist()
+	if told != 2 {
+		t.Errorf("told %d times, want 2: a port changed, then one came", told)
+	}
+}

@@ -3,15 +3,19 @@
 package managedcontroller
 
 import (
+	"context"
 	"math/rand/v2"
 	"net/http"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -104,10 +108,43 @@ func PollHook(jitter time.Duration) managed.PollIntervalHook {
 }
 
 // A Watch makes events of other objects (say, Nodes) reconcile the managed resources the
-// handler names, without waiting for the next poll.
+// handler names, without waiting for the next poll; or, with Source, events from outside the
+// API server (drift a backend listing found).
 type Watch struct {
 	Object  client.Object
 	Handler handler.EventHandler
+	Source  source.Source
+}
+
+// Drift is how a kind whose external client finds drift outside its own reconcile (in a
+// session's listing) asks for a resource to be reconciled at once: Notify returns the callback
+// for one resource, and Watch is the source the controller watches.
+type Drift struct {
+	events chan ctrlevent.GenericEvent
+}
+
+// driftQueue is how many drifted resources may wait for the controller to take them; beyond
+// it a change is left to the resource's own poll.
+const driftQueue = 1024
+
+// NewDrift returns a Drift for one controller.
+func NewDrift() *Drift { return &Drift{events: make(chan ctrlevent.GenericEvent, driftQueue)} }
+
+// Watch is the Watch that reconciles the resources Notify's callbacks name.
+func (d *Drift) Watch() Watch {
+	return Watch{Source: source.Channel(d.events, &handler.EnqueueRequestForObject{})}
+}
+
+// Notify returns a callback, safe to call from any goroutine and never blocking, that asks
+// for obj (by its namespace and name) to be reconciled.
+func (d *Drift) Notify(obj client.Object) func() {
+	key := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	return func() {
+		select {
+		case d.events <- ctrlevent.GenericEvent{Object: key}:
+		default:
+		}
+	}
 }
 
 // Setup registers a managed resource controller with the settings the provider's kinds share
@@ -132,7 +169,7 @@ func SetupWithWatches(mgr ctrl.Manager, o Options, k Kind, watches []Watch, opts
 	if o.MetricOptions != nil {
 		all = append(all, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
-			sm := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, k.List, o.MetricOptions.PollStateMetricInterval)
+			sm := statemetrics.NewMRStateRecorder(noCopyLister{mgr.GetClient()}, o.Logger, o.MetricOptions.MRStateMetrics, k.List, o.MetricOptions.PollStateMetricInterval)
 			if err := mgr.Add(sm); err != nil {
 				return errors.Wrapf(err, errFmtStateMetrics, name)
 			}
@@ -149,6 +186,10 @@ func SetupWithWatches(mgr ctrl.Manager, o Options, k Kind, watches []Watch, opts
 		// watched objects are the handlers' to filter.
 		For(k.Object, builder.WithPredicates(resource.DesiredStateChanged()))
 	for _, w := range watches {
+		if w.Source != nil {
+			b = b.WatchesRawSource(w.Source)
+			continue
+		}
 		b = b.Watches(w.Object, w.Handler)
 	}
 	return b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
@@ -166,4 +207,13 @@ func Gated(mgr ctrl.Manager, o Options, setup func() error, gvks ...schema.Group
 		}
 	}, gvks...)
 	return nil
+}
+
+// noCopyLister lists from the cache without deep copies. The state metrics recorder lists
+// every managed resource of its kind every few seconds and only reads their conditions: with
+// deep copies, each of those lists was a copy of every resource, garbage at once.
+type noCopyLister struct{ client.Client }
+
+func (c noCopyLister) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return c.Client.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...)
 }

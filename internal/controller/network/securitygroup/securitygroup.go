@@ -67,13 +67,17 @@ var Kind = managedcontroller.Kind{
 
 // Setup adds a controller that reconciles SecurityGroups.
 func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
-	return managedcontroller.Setup(mgr, o, Kind,
+	// Drift the session's listing finds reconciles its group at once, not at its next poll.
+	drift := managedcontroller.NewDrift()
+	return managedcontroller.SetupWithWatches(mgr, o, Kind, []managedcontroller.Watch{drift.Watch()},
 		managedcontroller.WithExternalConnector[*v1alpha1.SecurityGroup](&connector{
 			openstack: o.OpenStack,
 			record:    managedcontroller.Recorder(mgr, Kind),
 			// Half a poll: each poll of a group sees Neutron as it was at most half a poll
-			// earlier, for two lists of the project's groups per poll whatever their number.
+			// earlier, for two lists of the project's groups per poll whatever their number;
+			// drift a list shows is reconciled then, so it is seen within a poll.
 			listingAge: o.PollInterval / 2,
+			drift:      drift,
 		}),
 		// The UUID comes from Neutron in Create; the tag that carries the resource's UID lets
 		// Observe adopt a group whose UUID was lost in a crash, so a retry is safe.
@@ -98,6 +102,8 @@ type connector struct {
 	// listingAge is how old the session's listing of groups may be when a group is observed
 	// from it; zero, every observation GETs its group.
 	listingAge time.Duration
+	// drift reconciles the resources whose groups the listing saw change.
+	drift *managedcontroller.Drift
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (managed.TypedExternalClient[*v1alpha1.SecurityGroup], error) {
@@ -108,6 +114,10 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (ma
 	e := &external{groups: s.SecurityGroups(), ports: s.Ports(), record: c.record}
 	if c.listingAge > 0 {
 		e.listing = s.GroupListing(c.listingAge)
+		e.watcher = string(cr.GetUID())
+		if c.drift != nil {
+			e.drifted = c.drift.Notify(cr)
+		}
 	}
 	return e, nil
 }
@@ -116,6 +126,8 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (ma
 type groupListing interface {
 	Observe(ctx context.Context, id string) (*openstack.SecurityGroup, error)
 	Wrote(id string, now *openstack.SecurityGroup)
+	Watch(watcher string, ids []string, notify func())
+	Forget(watcher string)
 }
 
 // portsInUse is all this controller needs of the port API: who uses a group it cannot delete.
@@ -130,6 +142,23 @@ type external struct {
 	record event.Recorder
 	// listing, when set, serves Observe; Create, Update and Delete tell it what they wrote.
 	listing groupListing
+	// watcher names this resource to the listing, and drifted reconciles it when a list
+	// shows its group changed.
+	watcher string
+	drifted func()
+}
+
+// watch asks the listing to tell of changes of the group, or to stop telling once the
+// resource is deleted or its group gone.
+func (e *external) watch(cr *v1alpha1.SecurityGroup, id string) {
+	if e.listing == nil || e.drifted == nil {
+		return
+	}
+	if id == "" || meta.WasDeleted(cr) {
+		e.listing.Forget(e.watcher)
+		return
+	}
+	e.listing.Watch(e.watcher, []string{id}, e.drifted)
 }
 
 // observe reads the group for Observe: from the listing when there is one.
@@ -172,6 +201,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 	} else {
 		got, err := e.observe(ctx, id)
 		if openstack.IsNotFound(err) {
+			e.watch(cr, "")
 			return managed.ExternalObservation{ResourceExists: false}, nil
 		}
 		if err != nil {
@@ -188,6 +218,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 		}
 		return managed.ExternalObservation{}, errors.Errorf(errFmtOthersGroup, sg.ID, other)
 	}
+	e.watch(cr, sg.ID)
 	cr.Status.AtProvider = observation(sg)
 	// Fields left unset are filled in from Neutron so that an imported group is not renamed.
 	// A group this resource created already has them (its defaults): filling them in would
@@ -366,6 +397,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.SecurityGroup) (mana
 	err := e.groups.DeleteSecurityGroup(ctx, id)
 	switch {
 	case err == nil, openstack.IsNotFound(err):
+		e.watch(cr, "")
 		return managed.ExternalDelete{}, nil
 	case openstack.IsConflict(err):
 		ports, lerr := e.ports.ListPortsWithSecurityGroup(ctx, id)

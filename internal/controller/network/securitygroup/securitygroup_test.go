@@ -413,6 +413,9 @@ func (l *toldListing) Wrote(id string, now *openstack.SecurityGroup) {
 	l.told = now
 }
 
+func (l *toldListing) Watch(string, []string, func()) {}
+func (l *toldListing) Forget(string)                  {}
+
 func TestUpdate(t *testing.T) {
 	type calls struct {
 		updatedRevision int64

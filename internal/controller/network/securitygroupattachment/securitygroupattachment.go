@@ -59,8 +59,11 @@ var Kind = managedcontroller.Kind{
 // watches the local cluster's Nodes so that a label change reaches Neutron at once, when the
 // provider may watch Nodes; without that permission it polls, and says so in its log.
 func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
+	// Drift the session's listing of ports finds (a group removed by hand) reconciles the
+	// attachments of those servers at once, not at their next poll.
+	drift := managedcontroller.NewDrift()
 	var (
-		watches []managedcontroller.Watch
+		watches               = []managedcontroller.Watch{drift.Watch()}
 		nodes   client.Reader = mgr.GetAPIReader()
 	)
 	if canWatchNodes(context.Background(), mgr.GetConfig()) {
@@ -80,6 +83,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			// Half a poll, as for SecurityGroups: two lists of the project's ports a poll,
 			// whatever the number of attachments and servers.
 			listingAge: o.PollInterval / 2,
+			drift:      drift,
 		}),
 		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
 		// Attaching is port updates Neutron applies at once; nothing to wait for.
@@ -102,6 +106,8 @@ type connector struct {
 	// listingAge is how old the session's listing of ports may be when an attachment is
 	// observed from it; zero, every observation lists its servers' ports.
 	listingAge time.Duration
+	// drift reconciles the attachments whose servers' ports the listing saw change.
+	drift *managedcontroller.Drift
 }
 
 func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (managed.TypedExternalClient[*v1alpha1.SecurityGroupAttachment], error) {
@@ -135,6 +141,10 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttac
 	e := &external{ports: s.Ports(), nodes: nodes, record: c.record}
 	if c.listingAge > 0 {
 		e.listing = s.PortListing(c.listingAge)
+		e.watcher = string(cr.GetUID())
+		if c.drift != nil {
+			e.drifted = c.drift.Notify(cr)
+		}
 	}
 	return e, nil
 }
@@ -143,6 +153,8 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttac
 type portListing interface {
 	PortsOfDevices(ctx context.Context, deviceIDs []string) ([]openstack.Port, error)
 	Wrote(deviceID string)
+	Watch(watcher string, deviceIDs []string, notify func())
+	Forget(watcher string)
 }
 
 // mayAttach refuses what would reach beyond the namespace through the platform's credentials
@@ -191,8 +203,36 @@ type external struct {
 	// listing, when set, serves the ports Observe reads; apply tells it the servers whose
 	// ports it wrote.
 	listing portListing
+	// watcher names this attachment to the listing, and drifted reconciles it when a list
+	// shows the ports of its servers changed.
+	watcher string
+	drifted func()
 
 	observed *observation
+}
+
+// serversOf are the servers whose ports the observation looked at.
+func serversOf(o *observation) []string {
+	ids := map[string]bool{}
+	for id := range o.want {
+		ids[id] = true
+	}
+	for _, r := range o.recorded {
+		ids[r.ServerID] = true
+	}
+	return sortedKeys(ids)
+}
+
+// watch asks the listing to tell of changes of the servers' ports; none: to stop.
+func (e *external) watch(servers []string) {
+	if e.listing == nil || e.drifted == nil {
+		return
+	}
+	if len(servers) == 0 {
+		e.listing.Forget(e.watcher)
+		return
+	}
+	e.listing.Watch(e.watcher, servers, e.drifted)
 }
 
 // portsOf reads the ports of the servers: from the listing when there is one.
@@ -238,15 +278,8 @@ func (e *external) observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttach
 		}
 		o.want = map[string]string{}
 	}
-	ids := map[string]bool{}
-	for id := range o.want {
-		ids[id] = true
-	}
-	for _, r := range o.recorded {
-		ids[r.ServerID] = true
-	}
-	if len(ids) > 0 {
-		ports, err := e.portsOf(ctx, sortedKeys(ids))
+	if servers := serversOf(o); len(servers) > 0 {
+		ports, err := e.portsOf(ctx, servers)
 		if err != nil {
 			return nil, nil, errors.Wrap(err, errListPorts)
 		}
@@ -279,9 +312,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttach
 	e.observed = o
 
 	if meta.WasDeleted(cr) {
+		// Being detached (or let go): no drift of its servers matters any more.
+		e.watch(nil)
 		// Deleted once the group is off every server it was attached to.
 		return managed.ExternalObservation{ResourceExists: stillAttached(o.ports, o.sg, o.previous)}, nil
 	}
+	e.watch(serversOf(o))
 
 	// The attachment exists once Create ran, or once a server carries the group as status
 	// recorded it (a create whose annotation was lost). Servers status lists as merely

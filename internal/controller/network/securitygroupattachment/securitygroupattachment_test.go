@@ -195,9 +195,10 @@ func TestDeleteDetachesRecordedAndMatchingServers(t *testing.T) {
 
 // recordingListing serves ports from fakePorts and records the servers it is told were written.
 type recordingListing struct {
-	f     *fakePorts
-	reads int
-	wrote []string
+	f       *fakePorts
+	reads   int
+	wrote   []string
+	watched []string
 }
 
 func (l *recordingListing) PortsOfDevices(ctx context.Context, ids []string) ([]openstack.Port, error) {
@@ -207,9 +208,13 @@ func (l *recordingListing) PortsOfDevices(ctx context.Context, ids []string) ([]
 
 func (l *recordingListing) Wrote(id string) { l.wrote = append(l.wrote, id) }
 
+func (l *recordingListing) Watch(_ string, ids []string, _ func()) { l.watched = ids }
+func (l *recordingListing) Forget(string)                          { l.watched = nil }
+
 // TestPortsComeFromTheListing: with a session's listing, Observe reads ports from it, never
-// with a list of its own, and the listing is told of the servers whose ports were written
-// (and of no other), so that it reads them anew.
+// with a list of its own, and watches its servers for drift (until it is deleted); the listing
+// is told of the servers whose ports were written (and of no other), so that it reads them
+// anew.
 func TestPortsComeFromTheListing(t *testing.T) {
 	f := &fakePorts{ports: map[string]*openstack.Port{
 		"pa": {ID: "pa", DeviceID: srvA, SecurityGroups: []string{sg}},
@@ -218,7 +223,7 @@ func TestPortsComeFromTheListing(t *testing.T) {
 	e := nodeReader(t, webNode("a", srvA), webNode("b", srvB))
 	e.ports = f
 	l := &recordingListing{f: f}
-	e.listing = l
+	e.listing, e.watcher, e.drifted = l, "uid", func() {}
 	cr := attachment()
 
 	o, err := e.Observe(context.Background(), cr)
@@ -233,5 +238,19 @@ func TestPortsComeFromTheListing(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{srvB}, l.wrote); diff != "" {
 		t.Errorf("servers the listing was told were written: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{srvA, srvB}, l.watched); diff != "" {
+		t.Errorf("servers watched for drift: -want, +got:\n%s", diff)
+	}
+
+	// Once deleted, nothing is watched for it any more.
+	deleted := metav1.Now()
+	cr.SetDeletionTimestamp(&deleted)
+	e.observed = nil
+	if _, err := e.Observe(context.Background(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if l.watched != nil {
+		t.Errorf("a deleted attachment still watches %v", l.watched)
 	}
 }
