@@ -188,7 +188,7 @@ func run(ctx context.Context, c config) error {
 			if err != nil {
 				return fmt.Errorf("%s, N=%d: %w", name, n, err)
 			}
-			logf("%d %s: provider %.1fs, floor %.1fs (%.2fx); %.1f calls each (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; drift repaired within %.1fs; RSS %.0f MiB, CPU %.1fs",
+			logf("%d %s: provider %.1fs, floor %.1fs (%.2fx); %.1f calls each (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; drift repaired within %.1fs (0: not measured); RSS %.0f MiB, CPU %.1fs",
 				n, sc.unit(), r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerResource, r.FloorCallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll, r.DriftSeconds, r.PeakRSSMiB, r.CPUSeconds)
 			runs = append(runs, r)
 		}

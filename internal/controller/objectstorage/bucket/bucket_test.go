@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -79,6 +81,9 @@ func (f *fakeS3) GetPolicy(context.Context, string) (string, error) {
 }
 
 func (f *fakeS3) PutPolicy(_ context.Context, _ string, p string) error {
+	if f.noPolicy {
+		return notImplementedErr{}
+	}
 	f.writes = append(f.writes, "policy")
 	f.policy = p
 	return nil
@@ -132,6 +137,56 @@ func reconcileOnce(t *testing.T, e *external, cr *v1alpha1.Bucket) bool {
 		}
 	}
 	return o.ResourceUpToDate
+}
+
+// TestCreateConfiguresTheNewBucket: Create sets the canned ACL, the policy (where the server
+// has policies) and versioning of the bucket it made, so the observation after it finds
+// nothing to change.
+func TestCreateConfiguresTheNewBucket(t *testing.T) {
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`
+	cases := map[string]struct {
+		server     *fakeS3
+		params     v1alpha1.BucketParameters
+		wantWrites []string
+	}{
+		"Everything": {
+			server:     &fakeS3{acl: s3.ACL{Owner: owner}},
+			params:     v1alpha1.BucketParameters{CannedACL: ptr.To("public-read"), Versioning: ptr.To("Enabled"), Policy: &apiextensionsv1.JSON{Raw: []byte(policy)}},
+			wantWrites: []string{"canned:public-read", "policy", "versioning"},
+		},
+		"ServerWithoutPolicies": {
+			server:     &fakeS3{acl: s3.ACL{Owner: owner}, noPolicy: true},
+			params:     v1alpha1.BucketParameters{Versioning: ptr.To("Enabled"), Policy: &apiextensionsv1.JSON{Raw: []byte(policy)}},
+			wantWrites: []string{"versioning"},
+		},
+		"SuspendedIsWhatANewBucketHas": {
+			server: &fakeS3{acl: s3.ACL{Owner: owner}},
+			params: v1alpha1.BucketParameters{Versioning: ptr.To("Suspended")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cr := bucket(tc.params)
+			meta.SetExternalName(cr, "")
+			e := &external{s3: tc.server, record: event.NewNopRecorder(), noPolicy: &sync.Map{}}
+			if _, err := e.Create(context.Background(), cr); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantWrites, tc.server.writes, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("writes of Create: -want, +got:\n%s", diff)
+			}
+			if got := meta.GetExternalName(cr); got != "b" {
+				t.Errorf("external name %q, want b", got)
+			}
+			o, err := e.Observe(context.Background(), cr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !o.ResourceUpToDate {
+				t.Error("the bucket Create made is not up to date")
+			}
+		})
+	}
 }
 
 func TestNothingIsRewrittenWhenNothingDiffers(t *testing.T) {
