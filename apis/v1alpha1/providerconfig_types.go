@@ -138,8 +138,9 @@ type Tenancy struct {
 	HostNodeNamespaces []string `json:"hostNodeNamespaces,omitempty"`
 
 	// ServerNamespaces may have SecurityGroupAttachments that name servers by ID
-	// (spec.forProvider.serverIDs): with the platform's credentials, any server of its
-	// project, whoever runs it.
+	// (spec.forProvider.serverIDs) or through the Nodes of a workload cluster
+	// (spec.forProvider.kubeconfigSecretRef, whose Nodes' provider IDs the tenant writes):
+	// with the platform's credentials, any server of its project, whoever runs it.
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`

@@ -64,6 +64,7 @@ func main() {
 
 		metricsAddr = app.Flag("metrics-bind-address", "Address the Prometheus metrics endpoint listens on; 0 disables it.").Default(":8080").String()
 		healthAddr  = app.Flag("health-probe-bind-address", "Address the /healthz and /readyz probes listen on; 0 disables them.").Default(":8081").String()
+		pprofAddr   = app.Flag("pprof-bind-address", "Address Go's /debug/pprof profiles are served on, for finding where memory and CPU go; empty (the default) disables them.").Default("").String()
 
 		enableChangeLogs     = app.Flag("enable-changelogs", "Record every change made to external resources in Crossplane change logs.").Default("false").Envar("ENABLE_CHANGE_LOGS").Bool()
 		changelogsSocketPath = app.Flag("changelogs-socket-path", "Socket of the change logs sidecar.").Default("/var/run/changelogs/changelogs.sock").Envar("CHANGELOGS_SOCKET_PATH").String()
@@ -111,6 +112,7 @@ func main() {
 		},
 		Metrics:                    metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress:     *healthAddr,
+		PprofBindAddress:           *pprofAddr,
 		LeaderElection:             *leaderElection,
 		LeaderElectionID:           "crossplane-leader-election-provider-stackservices",
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,

@@ -415,15 +415,10 @@ func TestDeletingGroupAndAttachmentTogether(t *testing.T) {
 // TestAttachmentToAWorkloadClusterAndExplicitServers reads the nodes through a kubeconfig
 // Secret (here the same API server, reached as a "remote" cluster) and attaches to an explicit
 // server too.
-func TestAttachmentToAWorkloadClusterAndExplicitServers(t *testing.T) {
-	t.Parallel()
-	ctx := harness.Ctx(t)
-	ns := newNamespace(t)
-	w := newWorld(t, ns)
-	sg := readySecurityGroup(t, ns, "remote")
-	viaNode := w.server(ns+"-n", 1, map[string]string{"pool": ns}, false)
-	bare := w.server("", 1, nil, false)
-
+// workloadKubeconfig writes a kubeconfig of the test cluster (standing in for a workload
+// cluster, inline credentials only) into a Secret of namespace ns, and returns its selector.
+func workloadKubeconfig(t *testing.T, ns string) *xpv2.LocalSecretKeySelector {
+	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
 	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
@@ -433,14 +428,26 @@ func TestAttachmentToAWorkloadClusterAndExplicitServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Kube.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workload"}, Data: map[string][]byte{"kubeconfig": data}}); err != nil {
+	if err := env.Kube.Create(harness.Ctx(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workload"}, Data: map[string][]byte{"kubeconfig": data}}); err != nil {
 		t.Fatal(err)
 	}
+	return &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "workload"}, Key: "kubeconfig"}
+}
+
+func TestAttachmentToAWorkloadClusterAndExplicitServers(t *testing.T) {
+	t.Parallel()
+	ctx := harness.Ctx(t)
+	ns := newNamespace(t)
+	w := newWorld(t, ns)
+	sg := readySecurityGroup(t, ns, "remote")
+	viaNode := w.server(ns+"-n", 1, map[string]string{"pool": ns}, false)
+	bare := w.server("", 1, nil, false)
+
 	att := newAttachment(ns, "remote", v1alpha1.SecurityGroupAttachmentParameters{
 		SecurityGroupID:     ptr.To(sg),
 		NodeSelector:        &metav1.LabelSelector{MatchLabels: map[string]string{"pool": ns}},
 		ServerIDs:           []string{bare.id},
-		KubeconfigSecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "workload"}, Key: "kubeconfig"},
+		KubeconfigSecretRef: workloadKubeconfig(t, ns),
 	})
 	if err := env.Kube.Create(ctx, att); err != nil {
 		t.Fatal(err)

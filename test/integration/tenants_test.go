@@ -327,12 +327,21 @@ func TestTenantsCannotTakeOverWhatTheyName(t *testing.T) {
 	// Through the platform's config (which lets the thief select host Nodes), the victim's
 	// group cannot be attached, and servers cannot be named without consent.
 	env.NewClusterConfig(t, "thief-"+thief, thief, &apisv1alpha1.Tenancy{HostNodeNamespaces: []string{thief}})
+	// The thief's own group, and a workload cluster whose Nodes' provider IDs it writes: they
+	// could name any server of the platform's project, as serverIDs could.
+	own := newSecurityGroup(thief, "own", v1alpha1.SecurityGroupParameters{})
+	if err := env.Kube.Create(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	ownID := meta.GetExternalName(waitForReady(t, client.ObjectKeyFromObject(own)))
+	workload := workloadKubeconfig(t, thief)
 	for name, tc := range map[string]struct {
 		p    v1alpha1.SecurityGroupAttachmentParameters
 		want string
 	}{
-		"borrow": {p: v1alpha1.SecurityGroupAttachmentParameters{SecurityGroupID: ptr.To(dbID), NodeSelector: &metav1.LabelSelector{}}, want: "was not made by a SecurityGroup of namespace"},
-		"open":   {p: v1alpha1.SecurityGroupAttachmentParameters{SecurityGroupID: ptr.To(dbID), ServerIDs: []string{uuidV4}}, want: "spec.tenancy.serverNamespaces"},
+		"borrow":   {p: v1alpha1.SecurityGroupAttachmentParameters{SecurityGroupID: ptr.To(dbID), NodeSelector: &metav1.LabelSelector{}}, want: "was not made by a SecurityGroup of namespace"},
+		"open":     {p: v1alpha1.SecurityGroupAttachmentParameters{SecurityGroupID: ptr.To(dbID), ServerIDs: []string{uuidV4}}, want: "spec.tenancy.serverNamespaces"},
+		"workload": {p: v1alpha1.SecurityGroupAttachmentParameters{SecurityGroupID: ptr.To(ownID), NodeSelector: &metav1.LabelSelector{}, KubeconfigSecretRef: workload}, want: "spec.tenancy.serverNamespaces"},
 	} {
 		a := newAttachment(thief, name, tc.p)
 		a.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "thief-" + thief}

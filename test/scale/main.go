@@ -77,7 +77,10 @@ type Result struct {
 	// 0 for a scenario that does not measure it.
 	DriftSeconds float64 `json:"driftSeconds,omitempty"`
 	PeakRSSMiB   float64 `json:"providerPeakRSSMiB"`
-	CPUSeconds   float64 `json:"providerCPUSeconds"`
+	// The Go heap in use once steady (after the steady-state poll), of which RSS is a
+	// high-water mark plus the runtime's slack.
+	SteadyHeapMiB float64 `json:"providerSteadyHeapMiB"`
+	CPUSeconds    float64 `json:"providerCPUSeconds"`
 }
 
 // Results are a run's.
@@ -188,8 +191,8 @@ func run(ctx context.Context, c config) error {
 			if err != nil {
 				return fmt.Errorf("%s, N=%d: %w", name, n, err)
 			}
-			logf("%d %s: provider %.1fs, floor %.1fs (%.2fx); %.1f calls each (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; drift repaired within %.1fs (0: not measured); RSS %.0f MiB, CPU %.1fs",
-				n, sc.unit(), r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerResource, r.FloorCallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll, r.DriftSeconds, r.PeakRSSMiB, r.CPUSeconds)
+			logf("%d %s: provider %.1fs, floor %.1fs (%.2fx); %.1f calls each (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; drift repaired within %.1fs (0: not measured); peak RSS %.0f MiB, steady heap %.0f MiB, CPU %.1fs",
+				n, sc.unit(), r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerResource, r.FloorCallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll, r.DriftSeconds, r.PeakRSSMiB, r.SteadyHeapMiB, r.CPUSeconds)
 			runs = append(runs, r)
 		}
 		res.Runs = append(res.Runs, runs...)
@@ -270,6 +273,7 @@ func providerConfig(ctx context.Context, kube client.Client, clouds []byte, clou
 type provider struct {
 	cmd     *exec.Cmd
 	metrics string
+	pprof   string
 }
 
 func startProvider(ctx context.Context, c config) (*provider, error) {
@@ -278,6 +282,10 @@ func startProvider(ctx context.Context, c config) (*provider, error) {
 		return nil, err
 	}
 	healthPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pprofPort, err := freePort()
 	if err != nil {
 		return nil, err
 	}
@@ -293,12 +301,13 @@ func startProvider(ctx context.Context, c config) (*provider, error) {
 		// second), which it does not reach: the floor has no rate to match.
 		"--poll="+c.poll.String(), "--poll-jitter=0s", "--max-concurrent-reconciles="+strconv.Itoa(c.concurrency),
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", healthPort))
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", healthPort),
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &provider{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+	p := &provider{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), pprof: fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort)}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)); err == nil { //nolint:noctx // A local probe.
@@ -332,6 +341,37 @@ func (p *provider) calls(backend string) (float64, error) {
 		return 0, err
 	}
 	return sum(fams["stackservices_backend_requests_total"], func(l map[string]string) bool { return l["backend"] == backend }), nil
+}
+
+// heapInUse is the provider's heap in use (MiB), from the Go runtime's metrics.
+func (p *provider) heapInUse() (float64, error) {
+	fams, err := scrape(http.DefaultClient, p.metrics)
+	if err != nil {
+		return 0, err
+	}
+	ms := fams["go_memstats_heap_inuse_bytes"].GetMetric()
+	if len(ms) == 0 {
+		return 0, fmt.Errorf("the provider's metrics have no go_memstats_heap_inuse_bytes")
+	}
+	return ms[0].GetGauge().GetValue() / (1 << 20), nil
+}
+
+// saveHeapProfile writes the provider's heap profile (after a collection) to path, for
+// go tool pprof.
+func (p *provider) saveHeapProfile(path string) error {
+	resp, err := http.Get(p.pprof + "/heap?gc=1") //nolint:noctx // A local scrape.
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close() //nolint:errcheck // Read to the end.
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s/heap: %d", p.pprof, resp.StatusCode)
+	}
+	return os.WriteFile(path, b, 0o600)
 }
 
 // usage is the provider's peak RSS (MiB) and CPU time (s) from /proc.
@@ -417,6 +457,14 @@ func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube clien
 	if r.PeakRSSMiB, r.CPUSeconds, err = p.usage(); err != nil {
 		return r, err
 	}
+	if r.SteadyHeapMiB, err = p.heapInUse(); err != nil {
+		return r, err
+	}
+	profile := filepath.Join("_output/bench", fmt.Sprintf("heap-%s-%d.pprof", sc.name(), n))
+	if err := p.saveHeapProfile(profile); err != nil {
+		return r, err
+	}
+	logf("heap profile in steady state: %s (go tool pprof -top -sample_index=inuse_space %s)", profile, profile)
 
 	// Delete them all, and wait until the provider has deleted their external resources.
 	if err := kube.DeleteAllOf(ctx, sc.kind(), client.InNamespace(namespace)); err != nil {

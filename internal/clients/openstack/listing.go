@@ -47,6 +47,9 @@ type snapshot[V any] struct {
 	watching map[string][]string
 }
 
+// listTimeout bounds one list (the HTTP client bounds each exchange too).
+const listTimeout = 2 * time.Minute
+
 func newSnapshot[V any](maxAge time.Duration, list func(context.Context) (map[string]V, error), clone func(V) V, revision func(V) string) *snapshot[V] {
 	return &snapshot[V]{
 		maxAge: maxAge, now: time.Now, list: list, clone: clone, revision: revision,
@@ -159,7 +162,11 @@ func (s *snapshot[V]) refresh(ctx context.Context) error {
 		asked := s.now()
 		s.mu.Unlock()
 
-		byKey, err := s.list(ctx)
+		// The list serves every resource of the session: it is not cut short when the
+		// reconcile that happened to ask for it ends.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listTimeout)
+		byKey, err := s.list(lctx)
+		cancel()
 
 		s.mu.Lock()
 		// A failed list leaves every key to its own read until maxAge has passed: the

@@ -26,12 +26,16 @@ import (
 type unchangedStatusSkipper struct {
 	client.Client
 
-	mu   sync.Mutex
-	seen map[types.UID]seenStatus
+	mu sync.Mutex
+	// seen is by namespace and name, so that the reconcile that finds an object gone (its Get
+	// says NotFound, on an empty object) forgets it.
+	seen map[types.NamespacedName]seenStatus
 }
 
 // seenStatus is what the client knows of one object's status.
 type seenStatus struct {
+	// uid tells a new object of the same name from the one seen.
+	uid types.UID
 	// resourceVersion and status are of the last read or write.
 	resourceVersion string
 	status          [sha256.Size]byte
@@ -41,7 +45,7 @@ type seenStatus struct {
 }
 
 func newUnchangedStatusSkipper(c client.Client) *unchangedStatusSkipper {
-	return &unchangedStatusSkipper{Client: c, seen: map[types.UID]seenStatus{}}
+	return &unchangedStatusSkipper{Client: c, seen: map[types.NamespacedName]seenStatus{}}
 }
 
 // statusHash is the SHA-256 of the object's status as JSON; ok is false when it has none.
@@ -65,32 +69,32 @@ func statusHash(obj client.Object) ([sha256.Size]byte, bool) {
 func (c *unchangedStatusSkipper) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			c.forget(obj.GetUID())
+			c.forget(key)
 		}
 		return err
 	}
 	if h, ok := statusHash(obj); ok && obj.GetUID() != "" {
 		c.mu.Lock()
-		s := c.seen[obj.GetUID()]
+		s := c.seen[key]
+		if s.uid != obj.GetUID() {
+			s = seenStatus{uid: obj.GetUID()}
+		}
 		s.resourceVersion, s.status = obj.GetResourceVersion(), h
-		c.seen[obj.GetUID()] = s
+		c.seen[key] = s
 		c.mu.Unlock()
 	}
 	return nil
 }
 
-func (c *unchangedStatusSkipper) forget(uid types.UID) {
-	if uid == "" {
-		return
-	}
+func (c *unchangedStatusSkipper) forget(key types.NamespacedName) {
 	c.mu.Lock()
-	delete(c.seen, uid)
+	delete(c.seen, key)
 	c.mu.Unlock()
 }
 
 // Delete forgets the object.
 func (c *unchangedStatusSkipper) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.forget(obj.GetUID())
+	c.forget(client.ObjectKeyFromObject(obj))
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
@@ -108,8 +112,8 @@ type statusWriter struct {
 func (c *unchangedStatusSkipper) unchanged(obj client.Object, h [sha256.Size]byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, ok := c.seen[obj.GetUID()]
-	if !ok || s.resourceVersion != obj.GetResourceVersion() || s.status != h {
+	s, ok := c.seen[client.ObjectKeyFromObject(obj)]
+	if !ok || s.uid != obj.GetUID() || s.resourceVersion != obj.GetResourceVersion() || s.status != h {
 		return false
 	}
 	if s.written == 0 {
@@ -132,7 +136,7 @@ func (w *statusWriter) Update(ctx context.Context, obj client.Object, opts ...cl
 	if stored, ok := statusHash(obj); ok && obj.GetUID() != "" {
 		written, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
 		w.c.mu.Lock()
-		w.c.seen[obj.GetUID()] = seenStatus{resourceVersion: obj.GetResourceVersion(), status: stored, written: written}
+		w.c.seen[client.ObjectKeyFromObject(obj)] = seenStatus{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), status: stored, written: written}
 		w.c.mu.Unlock()
 	}
 	return nil

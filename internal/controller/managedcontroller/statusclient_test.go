@@ -139,3 +139,29 @@ func mustGet(t *testing.T, c client.Client, key client.ObjectKey, obj client.Obj
 		t.Fatal(err)
 	}
 }
+
+// TestUnchangedStatusSkipperForgetsGoneObjects: the reconcile that finds an object gone
+// (crossplane-runtime's Get of an empty object says NotFound) drops what was kept of it.
+func TestUnchangedStatusSkipperForgetsGoneObjects(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: "app", Name: "web"}
+	existing := &v1alpha1.SecurityGroup{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "uid-1"}}
+	fc := fake.NewClientBuilder().WithScheme(s).WithObjects(existing).WithStatusSubresource(existing).Build()
+	c := newUnchangedStatusSkipper(fc)
+	mustGet(t, c, key, &v1alpha1.SecurityGroup{})
+	if len(c.seen) != 1 {
+		t.Fatalf("%d objects kept after a read, want 1", len(c.seen))
+	}
+	if err := fc.Delete(context.Background(), existing); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), key, &v1alpha1.SecurityGroup{}); client.IgnoreNotFound(err) != nil || err == nil {
+		t.Fatalf("Get of a deleted object: %v, want NotFound", err)
+	}
+	if len(c.seen) != 0 {
+		t.Errorf("%d objects kept after the object was found gone, want 0", len(c.seen))
+	}
+}

@@ -25,7 +25,8 @@ const (
 	HostNodes Permission = iota
 	// ContractOwners: a Contract sets userID or projectID.
 	ContractOwners
-	// Servers: a SecurityGroupAttachment names servers by ID.
+	// Servers: a SecurityGroupAttachment names servers by ID, or through the Nodes of a
+	// workload cluster (kubeconfigSecretRef), whose provider IDs the tenant writes.
 	Servers
 )
 
@@ -37,7 +38,7 @@ func (p Permission) what() (string, string) {
 	case HostNodes:
 		return "select the Nodes of the cluster the provider runs in (spec.forProvider.nodeSelector without kubeconfigSecretRef)", "hostNodeNamespaces"
 	case Servers:
-		return "name servers by ID (spec.forProvider.serverIDs)", "serverNamespaces"
+		return "name servers by ID (spec.forProvider.serverIDs) or through a workload cluster's Nodes (spec.forProvider.kubeconfigSecretRef)", "serverNamespaces"
 	default:
 		return "set spec.forProvider.userID or projectID", "contractOwnerNamespaces"
 	}

@@ -185,9 +185,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 		adopted bool
 	)
 	id := meta.GetExternalName(cr)
-	if id == "" && meta.GetExternalCreatePending(cr).IsZero() {
-		// crossplane-runtime records that a create is pending before it calls Create: no
-		// create was ever tried, so no group of this resource can exist to look for.
+	if id == "" && meta.GetExternalCreatePending(cr).IsZero() && cr.Status.AtProvider.ID == "" {
+		// crossplane-runtime records that a create is pending before it calls Create, and
+		// no group was ever observed for it: no group of this resource can exist to look for.
+		// (A resource replaced without its annotations still has its status, and is looked
+		// up by its tag.)
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	if id == "" {
@@ -213,6 +215,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroup) (man
 	if other := otherIdentity(cr, sg.Tags); other != "" {
 		// The external name is the tenant's to write: naming another resource's group must
 		// not let this one change it, delete it or show its rules.
+		e.watch(cr, "")
 		if meta.WasDeleted(cr) {
 			return managed.ExternalObservation{ResourceExists: false}, nil
 		}

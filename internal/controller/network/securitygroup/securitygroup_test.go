@@ -178,6 +178,17 @@ func TestObserve(t *testing.T) {
 			cr:     securityGroup(withParams(webParams)),
 			want:   want{o: managed.ExternalObservation{ResourceExists: false}},
 		},
+		"ReplacedWithoutAnnotationsIsLookedUp": {
+			reason: "A resource whose annotations were lost (kubectl replace) but whose status saw a group is looked up by its tag, and adopts it.",
+			n: &fakeNeutron{listByTag: func(string) ([]openstack.SecurityGroup, error) {
+				return []openstack.SecurityGroup{*inSync()}, nil
+			}},
+			cr: securityGroup(withParams(webParams), func(cr *v1alpha1.SecurityGroup) { cr.Status.AtProvider.ID = sid }),
+			want: want{
+				o:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				externalName: sid, ready: true,
+			},
+		},
 		"NoExternalNameNothingTagged": {
 			reason: "A resource whose create was tried but made nothing does not exist.",
 			n:      &fakeNeutron{listByTag: func(string) ([]openstack.SecurityGroup, error) { return nil, nil }},

@@ -35,6 +35,7 @@ const (
 	errListNodes        = "cannot list the selected nodes"
 	errListPorts        = "cannot list the ports of the servers"
 	errFmtChangePorts   = "cannot change the security groups of %d port(s): %s"
+	errFmtPortMoved     = "port %s moved from server %s to %q since it was read; it is planned again at the next reconcile"
 	errFmtServerErrors  = "%d server(s) cannot get the security group: %s"
 	errFmtUnmatched     = "%d selected node(s) map to no server: %s"
 	maxRetriesOnChange  = 5
@@ -167,7 +168,9 @@ func (c *connector) mayAttach(ctx context.Context, cr *v1alpha1.SecurityGroupAtt
 	if meta.WasDeleted(cr) || ref == nil || ref.Kind != apisv1alpha1.ClusterProviderConfigKind {
 		return nil
 	}
-	if len(cr.Spec.ForProvider.ServerIDs) > 0 {
+	// Servers named by ID, or through the Nodes of a workload cluster: the tenant writes
+	// those Nodes' provider IDs as freely as serverIDs.
+	if len(cr.Spec.ForProvider.ServerIDs) > 0 || cr.Spec.ForProvider.KubeconfigSecretRef != nil {
 		if err := c.tenancy.Check(ctx, cr, tenancy.Servers); err != nil {
 			return err
 		}
@@ -488,6 +491,11 @@ func (e *external) change(ctx context.Context, c portChange) (*openstack.Port, e
 		fresh, gerr := e.ports.GetPort(ctx, p.ID)
 		if gerr != nil {
 			return nil, gerr
+		}
+		if fresh.DeviceID != p.DeviceID {
+			// The port moved to another server since it was read (the session's list
+			// may be half a poll old): what the plan decided is not for that server.
+			return nil, errors.Errorf(errFmtPortMoved, p.ID, p.DeviceID, fresh.DeviceID)
 		}
 		p = *fresh
 	}

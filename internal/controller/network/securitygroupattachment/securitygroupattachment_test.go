@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -134,6 +135,28 @@ func TestConcurrentWriterIsNotOverwritten(t *testing.T) {
 	}
 	if got := cr.Status.AtProvider.Servers; len(got) != 1 || got[0].State != v1alpha1.ServerAttached {
 		t.Errorf("status after update: %+v, want the server Attached", got)
+	}
+}
+
+// TestAPortMovedSinceItWasReadIsLeftAlone: a port that another server took between the read
+// the plan was made from and the write (Neutron refuses the write: its revision moved on) is
+// not changed for the server it no longer belongs to.
+func TestAPortMovedSinceItWasReadIsLeftAlone(t *testing.T) {
+	f := &fakePorts{ports: map[string]*openstack.Port{
+		"p1": {ID: "p1", DeviceID: srvA, SecurityGroups: []string{"ccm"}, RevisionNumber: 7},
+	}}
+	f.interloper = func(p *openstack.Port) { p.DeviceID = srvB }
+	e := nodeReader(t, webNode("a", srvA))
+	e.ports = f
+	cr := attachment()
+	if _, err := e.Observe(context.Background(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Update(context.Background(), cr); err == nil || !strings.Contains(err.Error(), "moved from server") {
+		t.Errorf("Update: %v, want an error saying the port moved", err)
+	}
+	if diff := cmp.Diff([]string{"ccm"}, f.ports["p1"].SecurityGroups); diff != "" {
+		t.Errorf("groups of the moved port: -want, +got:\n%s", diff)
 	}
 }
 

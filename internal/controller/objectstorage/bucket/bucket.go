@@ -116,6 +116,10 @@ type external struct {
 	noPolicy         *sync.Map
 
 	observed *observed
+	// unreadable is set by an Observe that could not read the bucket's ACL: a bucket of
+	// this name may exist that these credentials may not read, and Create must not
+	// configure it.
+	unreadable bool
 }
 
 // observed is what Observe read, for Update to work from.
@@ -138,6 +142,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Bucket) (managed.Ex
 	acl, err := e.s3.GetACL(ctx, name)
 	if s3.IsNotFound(err) || (!ours && s3.IsAccessDenied(err)) {
 		// A bucket we may not read and did not create is someone else's: Create says so.
+		e.unreadable = s3.IsAccessDenied(err)
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	if err != nil {
@@ -327,6 +332,12 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Bucket) (managed.Ext
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 	}
 	meta.SetExternalName(cr, name)
+	if e.unreadable {
+		// The create "succeeded" on a bucket that existed and that these credentials may
+		// not read (one of the same account, locked by its policy, say): it is recorded,
+		// and the next Observe reports what it may not do; nothing is written to it.
+		return managed.ExternalCreation{}, nil
+	}
 	return managed.ExternalCreation{}, e.configureNew(ctx, cr, name)
 }
 

@@ -34,6 +34,8 @@ type fakeS3 struct {
 	deleted     bool
 	emptied     bool
 	createError error
+	// aclError, when set, is GetACL's answer.
+	aclError error
 }
 
 var _ s3.Buckets = &fakeS3{}
@@ -56,6 +58,9 @@ func (f *fakeS3) EmptyBucket(context.Context, string) error {
 }
 func (f *fakeS3) GetACL(context.Context, string) (*s3.ACL, error) {
 	f.reads++
+	if f.aclError != nil {
+		return nil, f.aclError
+	}
 	a := f.acl
 	return &a, nil
 }
@@ -109,6 +114,13 @@ func (notEmptyErr) ErrorMessage() string {
 	return "The bucket you tried to delete is not empty"
 }
 func (notEmptyErr) ErrorFault() smithy.ErrorFault { return smithy.FaultClient }
+
+type accessDeniedErr struct{}
+
+func (accessDeniedErr) Error() string                 { return "AccessDenied" }
+func (accessDeniedErr) ErrorCode() string             { return "AccessDenied" }
+func (accessDeniedErr) ErrorMessage() string          { return "access denied" }
+func (accessDeniedErr) ErrorFault() smithy.ErrorFault { return smithy.FaultClient }
 
 type notImplementedErr struct{}
 
@@ -164,6 +176,23 @@ func TestCreateConfiguresTheNewBucket(t *testing.T) {
 			params: v1alpha1.BucketParameters{Versioning: ptr.To("Suspended")},
 		},
 	}
+	t.Run("AnUnreadableBucketIsNotConfigured", func(t *testing.T) {
+		// Observe could not read the ACL of a bucket of this name (its policy denies these
+		// credentials, say), and the create answers "already yours": nothing is written.
+		f := &fakeS3{acl: s3.ACL{Owner: owner}, aclError: accessDeniedErr{}}
+		cr := bucket(v1alpha1.BucketParameters{CannedACL: ptr.To("public-read"), Versioning: ptr.To("Enabled")})
+		meta.SetExternalName(cr, "")
+		e := &external{s3: f, record: event.NewNopRecorder(), noPolicy: &sync.Map{}}
+		if o, err := e.Observe(context.Background(), cr); err != nil || o.ResourceExists {
+			t.Fatalf("Observe of an unreadable bucket not ours: %+v, %v; want it absent", o, err)
+		}
+		if _, err := e.Create(context.Background(), cr); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.writes) != 0 {
+			t.Errorf("Create wrote %v to a bucket it could not read", f.writes)
+		}
+	})
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			cr := bucket(tc.params)
