@@ -11,6 +11,7 @@
 # Its control plane is stopped and deleted at the end; the test bed stays up.
 #
 # Environment: RUN_DIR, BENCH_SCALE_N, BENCH_SCALE_ATTACHMENTS, BENCH_SCALE_BUCKETS,
+# BENCH_SCALE_OUT (the results file), BENCH_SCALE_SVG_DIR (where plots go; empty: none),
 # BENCH_SCALE_CONCURRENCY (default 20: the test bed's Neutron answers 500 to a floor of 100 at
 # once), BENCH_SCALE_POLL (default 30s).
 set -euo pipefail
@@ -50,4 +51,4 @@ go run ./test/scale -provider _output/bench/provider \
 	-securitygroups "${BENCH_SCALE_N-100,1000}" -attachments "${BENCH_SCALE_ATTACHMENTS-4,20}" \
 	-buckets "${BENCH_SCALE_BUCKETS-100,1000}" \
 	-concurrency "${BENCH_SCALE_CONCURRENCY:-20}" -poll "${BENCH_SCALE_POLL:-30s}" \
-	-out _output/bench/scale.json -svg-dir docs
+	-out "${BENCH_SCALE_OUT:-_output/bench/scale.json}" -svg-dir "${BENCH_SCALE_SVG_DIR-docs}"

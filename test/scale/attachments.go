@@ -50,7 +50,6 @@ func (*attachments) backend() string { return "openstack" }
 func (*attachments) resource() schema.GroupResource {
 	return schema.GroupResource{Group: netv1alpha1.Group, Resource: "securitygroupattachments"}
 }
-func (*attachments) kind() client.Object           { return &netv1alpha1.SecurityGroupAttachment{} }
 func (*attachments) newList() resource.ManagedList { return &netv1alpha1.SecurityGroupAttachmentList{} }
 
 // prepare makes a network, n*serversEach servers' ports without groups, the group the

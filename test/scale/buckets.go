@@ -66,7 +66,6 @@ func (*buckets) backend() string { return "s3" }
 func (*buckets) resource() schema.GroupResource {
 	return schema.GroupResource{Group: s3v1alpha1.Group, Resource: "buckets"}
 }
-func (*buckets) kind() client.Object           { return &s3v1alpha1.Bucket{} }
 func (*buckets) newList() resource.ManagedList { return &s3v1alpha1.BucketList{} }
 func (*buckets) cleanup(context.Context) error { return nil }
 

@@ -31,8 +31,7 @@ type scenario interface {
 	prepare(ctx context.Context, n int) error
 	// object is the i-th managed resource.
 	object(i int) client.Object
-	// kind is an empty object of the managed resource's kind, and newList a list of them.
-	kind() client.Object
+	// newList is a list of the managed resources.
 	newList() resource.ManagedList
 	// floor makes the n external resources directly, concurrency at once, then undoes them.
 	// It returns the time and the backend calls the making took.

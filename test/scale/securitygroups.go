@@ -34,7 +34,6 @@ func (securityGroups) resource() schema.GroupResource {
 }
 func (securityGroups) prepare(context.Context, int) error { return nil }
 func (securityGroups) cleanup(context.Context) error      { return nil }
-func (securityGroups) kind() client.Object                { return &netv1alpha1.SecurityGroup{} }
 func (securityGroups) newList() resource.ManagedList      { return &netv1alpha1.SecurityGroupList{} }
 
 func (securityGroups) object(i int) client.Object {
