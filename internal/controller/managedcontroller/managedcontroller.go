@@ -135,6 +135,15 @@ func (d *Drift) Watch() Watch {
 	return Watch{Source: source.Channel(d.events, &handler.EnqueueRequestForObject{})}
 }
 
+// For names obj to a listing's watch (by its UID) and returns the callback that reconciles
+// it; a nil Drift gives none.
+func (d *Drift) For(obj client.Object) (watcher string, notify func()) {
+	if d == nil {
+		return string(obj.GetUID()), nil
+	}
+	return string(obj.GetUID()), d.Notify(obj)
+}
+
 // Notify returns a callback, safe to call from any goroutine and never blocking, that asks
 // for obj (by its namespace and name) to be reconciled.
 func (d *Drift) Notify(obj client.Object) func() {

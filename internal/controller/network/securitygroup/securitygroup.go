@@ -114,10 +114,7 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroup) (ma
 	e := &external{groups: s.SecurityGroups(), ports: s.Ports(), record: c.record}
 	if c.listingAge > 0 {
 		e.listing = s.GroupListing(c.listingAge)
-		e.watcher = string(cr.GetUID())
-		if c.drift != nil {
-			e.drifted = c.drift.Notify(cr)
-		}
+		e.watcher, e.drifted = c.drift.For(cr)
 	}
 	return e, nil
 }

@@ -142,10 +142,7 @@ func (c *connector) Connect(ctx context.Context, cr *v1alpha1.SecurityGroupAttac
 	e := &external{ports: s.Ports(), nodes: nodes, record: c.record}
 	if c.listingAge > 0 {
 		e.listing = s.PortListing(c.listingAge)
-		e.watcher = string(cr.GetUID())
-		if c.drift != nil {
-			e.drifted = c.drift.Notify(cr)
-		}
+		e.watcher, e.drifted = c.drift.For(cr)
 	}
 	return e, nil
 }
