@@ -135,20 +135,16 @@ func (d *Drift) Watch() Watch {
 	return Watch{Source: source.Channel(d.events, &handler.EnqueueRequestForObject{})}
 }
 
-// For names obj to a listing's watch (by its UID) and returns the callback that reconciles
-// it; a nil Drift gives none.
+// For names obj to a listing's watch (by its UID) and returns the callback that asks for obj
+// (by its namespace and name) to be reconciled: safe to call from any goroutine, it never
+// blocks. A nil Drift gives no callback.
 func (d *Drift) For(obj client.Object) (watcher string, notify func()) {
+	watcher = string(obj.GetUID())
 	if d == nil {
-		return string(obj.GetUID()), nil
+		return watcher, nil
 	}
-	return string(obj.GetUID()), d.Notify(obj)
-}
-
-// Notify returns a callback, safe to call from any goroutine and never blocking, that asks
-// for obj (by its namespace and name) to be reconciled.
-func (d *Drift) Notify(obj client.Object) func() {
 	key := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
-	return func() {
+	return watcher, func() {
 		select {
 		case d.events <- ctrlevent.GenericEvent{Object: key}:
 		default:

@@ -211,7 +211,7 @@ type external struct {
 	observed *observation
 }
 
-// serversOf are the servers whose ports the observation looked at.
+// serversOf are the servers whose ports the observation reads.
 func serversOf(o *observation) []string {
 	ids := map[string]bool{}
 	for id := range o.want {
@@ -248,8 +248,10 @@ type observation struct {
 	sg, previous string
 	want         map[string]string
 	recorded     []v1alpha1.AttachedServer
-	ports        []openstack.Port
-	plan         plan
+	// servers are those whose ports were read: wanted or recorded.
+	servers []string
+	ports   []openstack.Port
+	plan    plan
 }
 
 func (e *external) observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttachment) (*observation, []v1alpha1.UnmatchedNode, error) {
@@ -278,8 +280,9 @@ func (e *external) observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttach
 		}
 		o.want = map[string]string{}
 	}
-	if servers := serversOf(o); len(servers) > 0 {
-		ports, err := e.portsOf(ctx, servers)
+	o.servers = serversOf(o)
+	if len(o.servers) > 0 {
+		ports, err := e.portsOf(ctx, o.servers)
 		if err != nil {
 			return nil, nil, errors.Wrap(err, errListPorts)
 		}
@@ -317,7 +320,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.SecurityGroupAttach
 		// Deleted once the group is off every server it was attached to.
 		return managed.ExternalObservation{ResourceExists: stillAttached(o.ports, o.sg, o.previous)}, nil
 	}
-	e.watch(serversOf(o))
+	e.watch(o.servers)
 
 	// The attachment exists once Create ran, or once a server carries the group as status
 	// recorded it (a create whose annotation was lost). Servers status lists as merely

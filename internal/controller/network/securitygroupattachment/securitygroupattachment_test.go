@@ -110,6 +110,18 @@ func webNode(name, server string) corev1.Node {
 	return n
 }
 
+// attachOnce observes the attachment, which must find an attach to do, and returns what
+// Update then says.
+func attachOnce(t *testing.T, e *external, cr *v1alpha1.SecurityGroupAttachment) error {
+	t.Helper()
+	o, err := e.Observe(context.Background(), cr)
+	if err != nil || o.ResourceUpToDate {
+		t.Fatalf("Observe: up to date %v, error %v; want an attach to do", o.ResourceUpToDate, err)
+	}
+	_, err = e.Update(context.Background(), cr)
+	return err
+}
+
 func TestConcurrentWriterIsNotOverwritten(t *testing.T) {
 	f := &fakePorts{ports: map[string]*openstack.Port{
 		"p1": {ID: "p1", DeviceID: srvA, SecurityGroups: []string{"ccm"}, RevisionNumber: 7},
@@ -120,11 +132,7 @@ func TestConcurrentWriterIsNotOverwritten(t *testing.T) {
 	e.ports = f
 	cr := attachment()
 
-	o, err := e.Observe(context.Background(), cr)
-	if err != nil || o.ResourceUpToDate {
-		t.Fatalf("Observe: up to date %v, error %v; want an attach to do", o.ResourceUpToDate, err)
-	}
-	if _, err := e.Update(context.Background(), cr); err != nil {
+	if err := attachOnce(t, e, cr); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
 	if diff := cmp.Diff([]string{"ccm", "lb", sg}, f.ports["p1"].SecurityGroups); diff != "" {
@@ -149,10 +157,7 @@ func TestAPortMovedSinceItWasReadIsLeftAlone(t *testing.T) {
 	e := nodeReader(t, webNode("a", srvA))
 	e.ports = f
 	cr := attachment()
-	if _, err := e.Observe(context.Background(), cr); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Update(context.Background(), cr); err == nil || !strings.Contains(err.Error(), "moved from server") {
+	if err := attachOnce(t, e, cr); err == nil || !strings.Contains(err.Error(), "moved from server") {
 		t.Errorf("Update: %v, want an error saying the port moved", err)
 	}
 	if diff := cmp.Diff([]string{"ccm"}, f.ports["p1"].SecurityGroups); diff != "" {
@@ -249,11 +254,7 @@ func TestPortsComeFromTheListing(t *testing.T) {
 	e.listing, e.watcher, e.drifted = l, "uid", func() {}
 	cr := attachment()
 
-	o, err := e.Observe(context.Background(), cr)
-	if err != nil || o.ResourceUpToDate {
-		t.Fatalf("Observe: up to date %v, error %v; want an attach to do", o.ResourceUpToDate, err)
-	}
-	if _, err := e.Update(context.Background(), cr); err != nil {
+	if err := attachOnce(t, e, cr); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
 	if l.reads != 1 || f.lists != 1 {
