@@ -77,6 +77,9 @@ type Result struct {
 	// 0 for a scenario that does not measure it.
 	DriftSeconds float64 `json:"driftSeconds,omitempty"`
 	PeakRSSMiB   float64 `json:"providerPeakRSSMiB"`
+	// The part of RSS, once steady, that is pages of files mapped (the provider's binary):
+	// shared with the page cache, and the same whatever N.
+	SteadyRSSFileMiB float64 `json:"providerSteadyRSSFileMiB"`
 	// The Go heap in use once steady (after the steady-state poll), of which RSS is a
 	// high-water mark plus the runtime's slack.
 	SteadyHeapMiB float64 `json:"providerSteadyHeapMiB"`
@@ -191,8 +194,8 @@ func run(ctx context.Context, c config) error {
 			if err != nil {
 				return fmt.Errorf("%s, N=%d: %w", name, n, err)
 			}
-			logf("%d %s: provider %.1fs, floor %.1fs (%.2fx); %.1f calls each (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; drift repaired within %.1fs (0: not measured); peak RSS %.0f MiB, steady heap %.0f MiB, CPU %.1fs",
-				n, sc.unit(), r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerResource, r.FloorCallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll, r.DriftSeconds, r.PeakRSSMiB, r.SteadyHeapMiB, r.CPUSeconds)
+			logf("%d %s: provider %.1fs, floor %.1fs (%.2fx); %.1f calls each (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; drift repaired within %.1fs (0: not measured); peak RSS %.0f MiB (%.0f MiB of it the binary's pages), steady heap %.0f MiB, CPU %.1fs",
+				n, sc.unit(), r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerResource, r.FloorCallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll, r.DriftSeconds, r.PeakRSSMiB, r.SteadyRSSFileMiB, r.SteadyHeapMiB, r.CPUSeconds)
 			runs = append(runs, r)
 		}
 		res.Runs = append(res.Runs, runs...)
@@ -374,30 +377,37 @@ func (p *provider) saveHeapProfile(path string) error {
 	return os.WriteFile(path, b, 0o600)
 }
 
-// usage is the provider's peak RSS (MiB) and CPU time (s) from /proc.
-func (p *provider) usage() (float64, float64, error) {
+// usage is the provider's peak RSS, the file-backed part of its RSS now (MiB) and its CPU
+// time (s), from /proc.
+func (p *provider) usage() (peakRSS, rssFile, cpu float64, err error) {
 	pid := p.cmd.Process.Pid
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	var rss float64
 	for _, l := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			kib, _ := strconv.ParseFloat(f[1], 64)
-			rss = kib / 1024
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		kib, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmHWM:":
+			peakRSS = kib / 1024
+		case "RssFile:":
+			rssFile = kib / 1024
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	// Fields after the command (which may hold spaces) start at state; utime and stime are
 	// the 14th and 15th fields of the whole line, in clock ticks (100 a second on Linux).
 	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
 	utime, _ := strconv.ParseFloat(f[11], 64)
 	stime, _ := strconv.ParseFloat(f[12], 64)
-	return rss, (utime + stime) / 100, nil
+	return peakRSS, rssFile, (utime + stime) / 100, nil
 }
 
 func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube client.Client, sc scenario, n int) (Result, error) {
@@ -454,7 +464,7 @@ func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube clien
 		}
 		r.DriftSeconds = longest.Seconds()
 	}
-	if r.PeakRSSMiB, r.CPUSeconds, err = p.usage(); err != nil {
+	if r.PeakRSSMiB, r.SteadyRSSFileMiB, r.CPUSeconds, err = p.usage(); err != nil {
 		return r, err
 	}
 	if r.SteadyHeapMiB, err = p.heapInUse(); err != nil {
@@ -465,8 +475,8 @@ func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube clien
 		return r, err
 	}
 	logf("heap profile in steady state: %s (go tool pprof -top -sample_index=inuse_space %s)", profile, profile)
-	logf("%d %s, provider: %.1fs to Ready; %.1f calls each; steady %.0f calls, %.0f write requests a poll; peak RSS %.0f MiB, steady heap %.0f MiB, CPU %.1fs",
-		n, sc.unit(), r.ProviderReadySeconds, r.CallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.PeakRSSMiB, r.SteadyHeapMiB, r.CPUSeconds)
+	logf("%d %s, provider: %.1fs to Ready; %.1f calls each; steady %.0f calls, %.0f write requests a poll; peak RSS %.0f MiB (%.0f MiB of it the binary's pages), steady heap %.0f MiB, CPU %.1fs",
+		n, sc.unit(), r.ProviderReadySeconds, r.CallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.PeakRSSMiB, r.SteadyRSSFileMiB, r.SteadyHeapMiB, r.CPUSeconds)
 
 	// Delete them all, and wait until the provider has deleted their external resources.
 	// One request each: one delete of the whole collection of thousands outlasts the API

@@ -167,6 +167,8 @@ func SetupWithWatches(mgr ctrl.Manager, o Options, k Kind, watches []Watch, opts
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithPollIntervalHook(PollHook(o.PollJitter)),
 		managed.WithManagementPolicies(),
+		// A kind without references costs nothing here.
+		managed.WithReferenceResolver(NewReferenceResolver(mgr.GetClient())),
 	}
 	if o.Features != nil && o.Features.Enabled(feature.EnableAlphaChangeLogs) && o.ChangeLogOptions != nil {
 		all = append(all, managed.WithChangeLogger(o.ChangeLogOptions.ChangeLogger))

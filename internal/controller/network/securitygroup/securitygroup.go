@@ -86,7 +86,6 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 		// Neutron reads its own writes: a group it does not find is gone, also right after
 		// it was created. Waiting out a grace period would only stall the delete of new groups.
 		managed.WithCreationGracePeriod(0),
-		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
 	)
 }
 

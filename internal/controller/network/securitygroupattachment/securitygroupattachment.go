@@ -86,7 +86,6 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			listingAge: o.PollInterval / 2,
 			drift:      drift,
 		}),
-		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
 		// Attaching is port updates Neutron applies at once; nothing to wait for.
 		managed.WithCreationGracePeriod(0),
 	)

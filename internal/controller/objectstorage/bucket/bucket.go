@@ -70,7 +70,6 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 			},
 			noPolicy: &sync.Map{},
 		}),
-		managed.WithReferenceResolver(managed.NewAPISimpleReferenceResolver(mgr.GetClient())),
 		// The external name is the bucket name, set by Create once the bucket is ours: an
 		// unset name means "not created by this resource", which keeps a delete from
 		// touching a bucket of the same name that belongs to someone else.
