@@ -77,8 +77,8 @@ type Result struct {
 	// 0 for a scenario that does not measure it.
 	DriftSeconds float64 `json:"driftSeconds,omitempty"`
 	PeakRSSMiB   float64 `json:"providerPeakRSSMiB"`
-	// The part of RSS, once steady, that is pages of files mapped (the provider's binary):
-	// shared with the page cache, and the same whatever N.
+	// The file-backed part of RSS once steady: pages of mapped files, which are the
+	// provider's binary (shared with the page cache, about the same whatever N).
 	SteadyRSSFileMiB float64 `json:"providerSteadyRSSFileMiB"`
 	// The Go heap in use once steady (after the steady-state poll), of which RSS is a
 	// high-water mark plus the runtime's slack.
@@ -194,7 +194,7 @@ func run(ctx context.Context, c config) error {
 			if err != nil {
 				return fmt.Errorf("%s, N=%d: %w", name, n, err)
 			}
-			logf("%d %s: provider %.1fs, floor %.1fs (%.2fx); %.1f calls each (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; drift repaired within %.1fs (0: not measured); peak RSS %.0f MiB (%.0f MiB of it the binary's pages), steady heap %.0f MiB, CPU %.1fs",
+			logf("%d %s: provider %.1fs, floor %.1fs (%.2fx); %.1f calls each (floor %.1f); steady %.0f calls, %.0f write requests and %.0f etcd updates a poll; drift repaired within %.1fs (0: not measured); peak RSS %.0f MiB (file-backed RSS once steady: %.0f MiB), steady heap %.0f MiB, CPU %.1fs",
 				n, sc.unit(), r.ProviderReadySeconds, r.FloorSeconds, r.Ratio, r.CallsPerResource, r.FloorCallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.SteadyStoredPerPoll, r.DriftSeconds, r.PeakRSSMiB, r.SteadyRSSFileMiB, r.SteadyHeapMiB, r.CPUSeconds)
 			runs = append(runs, r)
 		}
@@ -475,7 +475,7 @@ func measureProvider(ctx context.Context, c config, cfg *rest.Config, kube clien
 		return r, err
 	}
 	logf("heap profile in steady state: %s (go tool pprof -top -sample_index=inuse_space %s)", profile, profile)
-	logf("%d %s, provider: %.1fs to Ready; %.1f calls each; steady %.0f calls, %.0f write requests a poll; peak RSS %.0f MiB (%.0f MiB of it the binary's pages), steady heap %.0f MiB, CPU %.1fs",
+	logf("%d %s, provider: %.1fs to Ready; %.1f calls each; steady %.0f calls, %.0f write requests a poll; peak RSS %.0f MiB (file-backed RSS once steady: %.0f MiB), steady heap %.0f MiB, CPU %.1fs",
 		n, sc.unit(), r.ProviderReadySeconds, r.CallsPerResource, r.SteadyCallsPerPoll, r.SteadyWritesPerPoll, r.PeakRSSMiB, r.SteadyRSSFileMiB, r.SteadyHeapMiB, r.CPUSeconds)
 
 	// Delete them all, and wait until the provider has deleted their external resources.

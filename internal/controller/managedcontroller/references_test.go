@@ -2,6 +2,8 @@ package managedcontroller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,12 +13,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	networkv1alpha1 "github.com/stackservices/provider-stackservices/apis/network/v1alpha1"
 	storagev1alpha1 "github.com/stackservices/provider-stackservices/apis/objectstorage/v1alpha1"
@@ -28,19 +30,22 @@ import (
 func TestReferenceResolverRecordsOnlyChanges(t *testing.T) {
 	bucket := func(name *string, ref *xpv2.Reference) *storagev1alpha1.Bucket {
 		b := &storagev1alpha1.Bucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "data"}}
+		b.SetGroupVersionKind(storagev1alpha1.BucketGroupVersionKind) // as the cache returns it
 		b.Spec.ForProvider.ContractName, b.Spec.ForProvider.ContractRef = name, ref
 		return b
 	}
 	contract := &storagev1alpha1.Contract{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "keys"}}
 	contract.SetConditions(xpv2.Available())
 
+	always := &xpv2.Reference{Name: "keys", Policy: &xpv2.Policy{Resolve: ptr.To(xpv2.ResolvePolicyAlways)}}
 	cases := map[string]struct {
 		mg          resource.Managed
 		getErr      error
+		patchErr    error
 		want        resource.Managed
 		wantErr     string
 		wantGets    int
-		wantPatches int
+		wantPatches []string
 	}{
 		"NoReferences": {
 			mg:   &fake.Managed{},
@@ -50,10 +55,27 @@ func TestReferenceResolverRecordsOnlyChanges(t *testing.T) {
 			mg:   bucket(ptr.To("keys"), &xpv2.Reference{Name: "keys"}),
 			want: bucket(ptr.To("keys"), &xpv2.Reference{Name: "keys"}),
 		},
+		"ResolvedAgainToTheSame": {
+			// Policy Always reads the target every time; what it finds is already there.
+			mg:       bucket(ptr.To("keys"), always),
+			want:     bucket(ptr.To("keys"), always),
+			wantGets: 1,
+		},
 		"ResolvedAnew": {
-			mg:       bucket(nil, &xpv2.Reference{Name: "keys"}),
-			want:     bucket(ptr.To("keys"), &xpv2.Reference{Name: "keys"}),
-			wantGets: 2, wantPatches: 1,
+			// Recorded by a server-side apply of the resolved field alone, owned by the field
+			// manager crossplane-runtime's resolver has always used.
+			mg:          bucket(nil, &xpv2.Reference{Name: "keys"}),
+			want:        bucket(ptr.To("keys"), &xpv2.Reference{Name: "keys"}),
+			wantGets:    2,
+			wantPatches: []string{`application/apply-patch+yaml {"apiVersion":"objectstorage.m.stackservices.io/v1alpha1","kind":"Bucket","spec":{"forProvider":{"contractName":"keys"}}} owner managed.crossplane.io/api-simple-reference-resolver force true`},
+		},
+		"RecordingFails": {
+			mg:          bucket(nil, &xpv2.Reference{Name: "keys"}),
+			patchErr:    errors.New("the API server is away"),
+			want:        bucket(ptr.To("keys"), &xpv2.Reference{Name: "keys"}),
+			wantErr:     "cannot patch the managed resource via server-side apply: the API server is away",
+			wantGets:    2,
+			wantPatches: []string{`application/apply-patch+yaml {"apiVersion":"objectstorage.m.stackservices.io/v1alpha1","kind":"Bucket","spec":{"forProvider":{"contractName":"keys"}}} owner managed.crossplane.io/api-simple-reference-resolver force true`},
 		},
 		"ReferenceMissing": {
 			mg:       bucket(nil, &xpv2.Reference{Name: "keys"}),
@@ -65,7 +87,7 @@ func TestReferenceResolverRecordsOnlyChanges(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			gets, patches := 0, 0
+			gets, patches := 0, []string(nil)
 			c := &test.MockClient{
 				MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
 					gets++
@@ -78,9 +100,15 @@ func TestReferenceResolverRecordsOnlyChanges(t *testing.T) {
 					contract.DeepCopyInto(obj.(*storagev1alpha1.Contract))
 					return nil
 				},
-				MockPatch: func(context.Context, client.Object, client.Patch, ...client.PatchOption) error {
-					patches++
-					return nil
+				MockPatch: func(_ context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+					body, err := p.Data(obj)
+					if err != nil {
+						t.Fatal(err)
+					}
+					po := &client.PatchOptions{}
+					po.ApplyOptions(opts)
+					patches = append(patches, fmt.Sprintf("%s %s owner %s force %t", p.Type(), body, po.FieldManager, ptr.Deref(po.Force, false)))
+					return tc.patchErr
 				},
 			}
 			err := NewReferenceResolver(c).ResolveReferences(context.Background(), tc.mg)
@@ -90,8 +118,11 @@ func TestReferenceResolverRecordsOnlyChanges(t *testing.T) {
 			if diff := cmp.Diff(tc.want, tc.mg); diff != "" {
 				t.Errorf("ResolveReferences(): -want resource, +got:\n%s", diff)
 			}
-			if diff := cmp.Diff([]int{tc.wantGets, tc.wantPatches}, []int{gets, patches}); diff != "" {
-				t.Errorf("ResolveReferences(): -want [gets patches], +got:\n%s", diff)
+			if diff := cmp.Diff(tc.wantGets, gets); diff != "" {
+				t.Errorf("ResolveReferences(): -want reads, +got:\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPatches, patches); diff != "" {
+				t.Errorf("ResolveReferences(): -want patches, +got:\n%s", diff)
 			}
 		})
 	}
