@@ -42,6 +42,10 @@ type guestOptions struct {
 func runGuest(o guestOptions) error {
 	log.SetPrefix("testbed-init: ")
 	log.SetFlags(log.LstdFlags | log.LUTC)
+	// The user-data is read before the disk's mounts: its file lies in the test bed's run
+	// directory, which the server's own /tmp hides when the checkout is under /tmp (a fresh
+	// clone there booted every server without its user-data).
+	cc, userDataErr := readUserData(o.UserData)
 	if err := mountDisk(o); err != nil {
 		return err
 	}
@@ -56,8 +60,7 @@ func runGuest(o guestOptions) error {
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
 
 	env := guestEnv()
-	cc, err := readUserData(o.UserData)
-	switch {
+	switch err := userDataErr; {
 	case errors.Is(err, errNotCloudConfig), errors.Is(err, os.ErrNotExist):
 		log.Printf("no #cloud-config user-data: nothing to run")
 	case err != nil:
