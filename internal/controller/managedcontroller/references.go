@@ -18,13 +18,13 @@ type referencer interface {
 	ResolveReferences(ctx context.Context, c client.Reader) error
 }
 
-// ReferenceResolver resolves a managed resource's references exactly as crossplane-runtime's
-// APISimpleReferenceResolver does, which it calls when resolution changes the resource. What
-// it saves is the price of a reconcile whose references are already resolved: every steady
-// poll. crossplane-runtime's resolver compares the resource before and after with go-cmp,
-// which at scale was a quarter of everything the provider allocated; here a deep copy is
-// resolved and compared by reflection (apimachinery's semantic equality), and the resource
-// itself is left alone when they match.
+// ReferenceResolver resolves a managed resource's references as crossplane-runtime's
+// APISimpleReferenceResolver does, and calls that resolver when resolution changes the
+// resource. What it saves is the price of a reconcile whose references are already resolved:
+// every steady poll. crossplane-runtime's resolver compares the resource before and after with
+// go-cmp, which at scale was a quarter of everything the provider allocated; here a deep copy
+// is resolved and compared by reflection (apimachinery's semantic equality), and the resource
+// itself is left alone when they match, or when resolution fails.
 type ReferenceResolver struct {
 	reader  client.Reader
 	patcher managed.ReferenceResolver
@@ -40,13 +40,11 @@ func NewReferenceResolver(c client.Client) *ReferenceResolver {
 // ResolveReferences of mg, if it has any.
 func (r *ReferenceResolver) ResolveReferences(ctx context.Context, mg resource.Managed) error {
 	if _, ok := mg.(referencer); !ok {
+		// Checked before the copy: a kind without references pays nothing.
 		return nil
 	}
-	resolved, ok := mg.DeepCopyObject().(referencer)
-	if !ok {
-		// A type whose copy is of another type: let crossplane-runtime handle it.
-		return r.patcher.ResolveReferences(ctx, mg)
-	}
+	// A generated DeepCopyObject returns the object's own type.
+	resolved := mg.DeepCopyObject().(referencer)
 	if err := resolved.ResolveReferences(ctx, r.reader); err != nil {
 		return errors.Wrap(err, errResolveReferences)
 	}
