@@ -41,10 +41,11 @@ import (
 )
 
 // explainClusterOnFailure logs, when the test fails, what the provider and the test bed say
-// of the cluster (its events, members, the provider's log lines of its namespace, its
-// servers in Nova and what the hypervisor says of each), then deletes its servers in Nova
-// directly: the control plane stops with the test binary, and servers left behind would
-// count against the quota of the tests after it.
+// of the cluster (the provider's log lines of its namespace, its servers in Nova and what the
+// hypervisor says of each, its events, its members and conditions), then deletes its servers
+// in Nova directly: the control plane stops with the test binary, and servers left behind
+// would count against the quota of the tests after it. The events and the status come last:
+// a report that keeps only the end of a test's output keeps them.
 func explainClusterOnFailure(t *testing.T, cr *v1alpha1.EtcdCluster, cc *gophercloud.ServiceClient) {
 	t.Helper()
 	t.Cleanup(func() {
@@ -52,19 +53,6 @@ func explainClusterOnFailure(t *testing.T, cr *v1alpha1.EtcdCluster, cc *gopherc
 			return
 		}
 		ctx := context.Background()
-		l := &corev1.EventList{}
-		if err := env.Kube.List(ctx, l, client.InNamespace(cr.GetNamespace())); err == nil {
-			for _, e := range l.Items {
-				t.Logf("event %s %s/%s: %s (x%d)", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, max(e.Count, 1))
-			}
-		}
-		got := &v1alpha1.EtcdCluster{}
-		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(cr), got); err == nil {
-			t.Logf("status: phase %s, next step %q, Synced: %s", got.Status.AtProvider.Phase, got.Status.AtProvider.NextStep, got.GetCondition(xpv2.TypeSynced).Message)
-			for _, m := range got.Status.AtProvider.Members {
-				t.Logf("member %s: healthy %t, learner %t, machine %s %s, server %+v", m.Name, m.Healthy, m.Learner, m.MachineID, m.MachineState, m.Server)
-			}
-		}
 		var said []string
 		for _, line := range env.Logs.Lines(cr.GetNamespace(), 5000) {
 			if !strings.Contains(line, "Reconciling") && !strings.Contains(line, "is up to date") {
@@ -75,24 +63,39 @@ func explainClusterOnFailure(t *testing.T, cr *v1alpha1.EtcdCluster, cc *gopherc
 			t.Logf("provider: %s", line)
 		}
 		tag := "etcd-cluster:" + string(cr.GetUID())
-		pages, err := servers.List(cc, servers.ListOpts{Tags: tag}).AllPages(ctx)
-		if err != nil {
+		if pages, err := servers.List(cc, servers.ListOpts{Tags: tag}).AllPages(ctx); err == nil {
+			srvs, _ := servers.ExtractServers(pages)
+			// Cleanups run last first: the servers go after their explanations.
+			t.Cleanup(func() {
+				for _, s := range srvs {
+					_ = servers.Delete(ctx, cc, s.ID).ExtractErr()
+				}
+			})
+			for _, s := range srvs {
+				// Created to launched is Nova's time; launched to the hypervisor's "booted"
+				// the test bed's; booted to Ready the member's and the provider's.
+				t.Logf("server %s %s: %s in %q, created %s, launched %s, fault %v", s.Name, s.ID, s.Status, s.AvailabilityZone,
+					s.Created.Format(time.TimeOnly), s.LaunchedAt.Format(time.TimeOnly), s.Fault)
+				explainServerOnFailure(t, s.ID)
+			}
+		}
+		l := &corev1.EventList{}
+		if err := env.Kube.List(ctx, l, client.InNamespace(cr.GetNamespace())); err == nil {
+			slices.SortFunc(l.Items, func(a, b corev1.Event) int { return a.LastTimestamp.Compare(b.LastTimestamp.Time) })
+			for _, e := range l.Items {
+				t.Logf("event %s %s %s/%s: %s (x%d)", e.LastTimestamp.Format(time.TimeOnly), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, max(e.Count, 1))
+			}
+		}
+		got := &v1alpha1.EtcdCluster{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(cr), got); err != nil {
+			t.Logf("the cluster: %v", err)
 			return
 		}
-		srvs, _ := servers.ExtractServers(pages)
-		// Cleanups run last first: the servers go after their explanations.
-		t.Cleanup(func() {
-			for _, s := range srvs {
-				_ = servers.Delete(ctx, cc, s.ID).ExtractErr()
-			}
-		})
-		for _, s := range srvs {
-			// Created to launched is Nova's time; launched to the hypervisor's "booted" the
-			// test bed's; booted to Ready the member's and the provider's.
-			t.Logf("server %s %s: %s in %q, created %s, launched %s, fault %v", s.Name, s.ID, s.Status, s.AvailabilityZone,
-				s.Created.Format(time.TimeOnly), s.LaunchedAt.Format(time.TimeOnly), s.Fault)
-			explainServerOnFailure(t, s.ID)
+		for _, m := range got.Status.AtProvider.Members {
+			t.Logf("member %s: healthy %t, learner %t, machine %s %s, server %+v", m.Name, m.Healthy, m.Learner, m.MachineID, m.MachineState, m.Server)
 		}
+		t.Logf("the cluster: phase %s, next step %q, deleted at %v, finalizers %v, annotations %v, Synced: %s", got.Status.AtProvider.Phase,
+			got.Status.AtProvider.NextStep, got.GetDeletionTimestamp(), got.GetFinalizers(), got.GetAnnotations(), got.GetCondition(xpv2.TypeSynced).Message)
 	})
 }
 

@@ -33,8 +33,9 @@ import (
 
 // simulated is a machines backend and the etcd cluster its machines form, for the
 // decisions of Create and Update: machines get addresses and run what they are started with
-// (Start fails for the names startErr maps); the membership changes as etcd's would, and the
-// voter of the lowest ID leads. It checks snapshots and may be handed an identity, as local
+// (Start fails for the names startErr maps, and the servers of those failed maps go ERROR
+// with its fault); the membership changes as etcd's would, and the voter of the lowest ID
+// leads while a quorum of the voters' machines runs. It checks snapshots and may be handed an identity, as local
 // machines do, unless providerChecks says it is like servers instead. changes records the
 // membership changes asked for.
 type simulated struct {
@@ -45,6 +46,7 @@ type simulated struct {
 	started        map[string]machines.MemberConfig
 	deleted        []string
 	startErr       map[string]error
+	failed         map[string]string
 	providerChecks bool
 	members        []etcdclient.Member
 	lastAddress    int
@@ -113,6 +115,9 @@ func (s *simulated) Start(_ context.Context, _, name string, cfg machines.Member
 	}
 	m := &s.machines[i]
 	m.State, m.Version, s.started[name] = machines.Running, cfg.Version, cfg
+	if fault, ok := s.failed[name]; ok {
+		m.State, m.Server = machines.Stopped, &machines.Server{ID: "s-" + name, Status: "ERROR", Fault: fault}
+	}
 	j := slices.IndexFunc(s.members, func(mb etcdclient.Member) bool { return mb.PeerURLs[0] == m.PeerURL })
 	switch {
 	case j >= 0 && s.fromSnapshot:
@@ -158,10 +163,22 @@ func (s *simulated) Status(_ context.Context, endpoint string) (etcdclient.Membe
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var leader uint64
+	voters, running := 0, 0
 	for _, mb := range s.members {
-		if !mb.IsLearner && (leader == 0 || mb.ID < leader) {
+		if mb.IsLearner {
+			continue
+		}
+		voters++
+		if slices.ContainsFunc(s.machines, func(m machines.Machine) bool { return m.PeerURL == mb.PeerURLs[0] && m.State == machines.Running }) {
+			running++
+		}
+		if leader == 0 || mb.ID < leader {
 			leader = mb.ID
 		}
+	}
+	if running < voters/2+1 {
+		// No quorum, no leader.
+		leader = 0
 	}
 	for _, mb := range s.members {
 		if len(mb.ClientURLs) == 0 || mb.ClientURLs[0] != endpoint {
@@ -259,6 +276,7 @@ func (s *storedBackup) PresignGet(_ context.Context, bucket, key string, _ time.
 // cluster before any machine exists, and deletes every machine of the attempt when a machine
 // refuses the snapshot; a machine that merely failed is left for the next attempt.
 func TestCreate(t *testing.T) {
+	const noHost = "No valid host was found."
 	refused := &machines.RefusedSnapshotError{Reason: errors.New("the snapshot to restore has SHA-256 0000, not the abcd its metadata records")}
 	sum := sha256.Sum256([]byte(snapshotBytes))
 	stored := backup.Metadata{Format: 1, Key: "ns/old/20261124T101500.000Z-r4711.0e5c.snapshot", EtcdVersion: "3.6.16", Revision: 4711,
@@ -269,6 +287,7 @@ func TestCreate(t *testing.T) {
 		encrypted      bool
 		backupVersion  string
 		startErr       map[string]error
+		failed         map[string]string
 		providerChecks bool
 		turnTaken      bool
 		wantErr        string
@@ -276,8 +295,13 @@ func TestCreate(t *testing.T) {
 		wantDeleted    []string
 		wantName       string
 	}{
-		"ThreeMembers":          {members: 3, wantStarted: []string{"db-0", "db-1", "db-2"}, wantName: "c0ffee"},
-		"AMachineFails":         {members: 3, startErr: map[string]error{"db-1": errors.New("disk full")}, wantErr: "disk full", wantStarted: []string{"db-0", "db-2"}},
+		"ThreeMembers":  {members: 3, wantStarted: []string{"db-0", "db-1", "db-2"}, wantName: "c0ffee"},
+		"AMachineFails": {members: 3, startErr: map[string]error{"db-1": errors.New("disk full")}, wantErr: "disk full", wantStarted: []string{"db-0", "db-2"}},
+		// Nova's ERROR does not pass: without a quorum of the others Create says so at
+		// once (not after bootstrapWait), with Nova's words; with one, they elect a leader.
+		"TheOnlyServerFails":    {members: 1, failed: map[string]string{"db-0": noHost}, wantErr: "too many members' servers failed for the others to form a quorum: server of db-0 is ERROR: " + noHost, wantStarted: []string{"db-0"}},
+		"TwoServersOfThreeFail": {members: 3, failed: map[string]string{"db-1": noHost, "db-2": noHost}, wantErr: "server of db-1 is ERROR: " + noHost + "; server of db-2 is ERROR: " + noHost, wantStarted: []string{"db-0", "db-1", "db-2"}},
+		"OneServerOfThreeFails": {members: 3, failed: map[string]string{"db-2": noHost}, wantStarted: []string{"db-0", "db-1", "db-2"}, wantName: "c0ffee"},
 		"Restored":              {members: 3, restore: true, wantStarted: []string{"db-0", "db-1", "db-2"}, wantName: "c0ffee"},
 		"RestoreRefused":        {members: 3, restore: true, startErr: map[string]error{"db-2": refused}, wantErr: "cannot be restored, and the machines of the attempt were deleted: the snapshot to restore has SHA-256", wantStarted: []string{"db-0", "db-1"}, wantDeleted: []string{"db-0", "db-1", "db-2"}},
 		"RestoreOfANewerEtcd":   {members: 1, restore: true, backupVersion: "3.7.3", wantErr: "restore it into 3.7 or 3.8"},
@@ -298,7 +322,7 @@ func TestCreate(t *testing.T) {
 				t.Fatal(err)
 			}
 			ms := newSimulated()
-			ms.startErr, ms.providerChecks = tc.startErr, tc.providerChecks
+			ms.startErr, ms.failed, ms.providerChecks = tc.startErr, tc.failed, tc.providerChecks
 			md := stored
 			if tc.backupVersion != "" {
 				md.EtcdVersion = tc.backupVersion

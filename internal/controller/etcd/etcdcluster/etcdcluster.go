@@ -390,13 +390,18 @@ func setReadiness(cr *v1alpha1.EtcdCluster, o *observation) {
 // serverFaults is what the cloud says of the machines' failed servers ("server of db-2 is
 // ERROR: No valid host was found"), for a person to read in a condition.
 func serverFaults(ms []machines.Machine) string {
+	return strings.Join(failedServers(ms), "; ")
+}
+
+// failedServers are the faults of the machines whose server the cloud failed, one each.
+func failedServers(ms []machines.Machine) []string {
 	var out []string
 	for _, m := range ms {
 		if s := m.Server; s != nil && s.Fault != "" {
 			out = append(out, fmt.Sprintf("server of %s is %s: %s", m.Name, s.Status, s.Fault))
 		}
 	}
-	return strings.Join(out, "; ")
+	return out
 }
 
 func connectionDetails(o *observation, a *authority.Authority) managed.ConnectionDetails {

@@ -33,6 +33,7 @@ const (
 	errFmtNoMember   = "member %s is not in the observation"
 	errAddress       = "the machine's address is not an IP address"
 	errNotReady      = "the members started but the cluster did not elect a leader in time"
+	errNoQuorum      = "too many members' servers failed for the others to form a quorum"
 
 	reasonBootstrapped    = event.Reason("Bootstrapped")
 	reasonAddedMember     = event.Reason("AddedMember")
@@ -273,10 +274,19 @@ func (e *external) awaitLeader(ctx context.Context, cr *v1alpha1.EtcdCluster, s 
 			setExternalName(cr, o.clusterID)
 			return nil
 		}
+		failed := failedServers(ms)
+		if len(ms)-len(failed) < len(ms)/2+1 {
+			// A server the cloud failed (Nova's ERROR, a build past its timeout) does not
+			// recover by itself, and without a quorum of the others no leader comes:
+			// waiting out bootstrapWait would only hold this reconcile, and a deletion of
+			// the cluster asked for meanwhile, behind it. (A minority of failed servers is
+			// waited for: the others elect a leader, and the planner replaces them.)
+			return errors.Errorf("%s: %s", errNoQuorum, strings.Join(failed, "; "))
+		}
 		if e.now().After(deadline) {
-			if f := serverFaults(ms); f != "" {
+			if len(failed) > 0 {
 				// Nova's word on why a member never ran ("No valid host was found").
-				return errors.Errorf("%s: %s", errNotReady, f)
+				return errors.Errorf("%s: %s", errNotReady, strings.Join(failed, "; "))
 			}
 			return errors.New(errNotReady)
 		}
