@@ -7,6 +7,5 @@ package tools
 
 import (
 	_ "github.com/crossplane/crossplane-tools/cmd/angryjet"
-	_ "honnef.co/go/tools/cmd/staticcheck"
 	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
 )

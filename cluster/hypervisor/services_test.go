@@ -56,7 +56,7 @@ func TestForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer target.Close() //nolint:errcheck // Test cleanup.
+	defer target.Close()
 	go func() {
 		for {
 			c, err := target.Accept()
@@ -64,7 +64,7 @@ func TestForward(t *testing.T) {
 				return
 			}
 			go func() {
-				defer c.Close() //nolint:errcheck // Test cleanup.
+				defer c.Close()
 				req, _ := io.ReadAll(c)
 				_, _ = c.Write(append([]byte("echo:"), req...))
 			}()

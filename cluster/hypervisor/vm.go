@@ -77,7 +77,7 @@ func (h *host) vmDir(id string) string { return filepath.Join(h.dir, "vms", id) 
 func ip(args ...string) error {
 	out, err := exec.Command("ip", args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
@@ -316,7 +316,7 @@ func hostAddressIn(p netip.Prefix) (iface string, addr netip.Prefix, found bool)
 func holdRange() error {
 	out, err := exec.Command("ip", "route", "add", "unreachable", allowed.String()).CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "File exists") {
-		return fmt.Errorf("ip route add unreachable %s: %v: %s", allowed, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("ip route add unreachable %s: %w: %s", allowed, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -281,7 +281,7 @@ func providerMetrics(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close() //nolint:errcheck // Read to the end.
+	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
@@ -379,7 +379,7 @@ func TestNodeFirewall(t *testing.T) {
 		if gophercloud.ResponseCodeIs(err, 404) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there (%w)", err)
 	})
 }
 
@@ -469,7 +469,7 @@ func TestPackagesApplyWithoutWarnings(t *testing.T) {
 	files = append(append(files, repo("package", "configuration", "activation.yaml")), more...)
 	applied := 0
 	for _, f := range files {
-		data, err := os.ReadFile(f) //nolint:gosec // The repository's own files.
+		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}

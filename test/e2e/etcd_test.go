@@ -61,7 +61,7 @@ func TestEtcdDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an app cannot use the Secret: %v", err)
 	}
-	defer c.Close() //nolint:errcheck // Test cleanup.
+	defer c.Close()
 	if err := etcdPutGet(ctx, c); err != nil {
 		t.Fatalf("an app cannot use the Secret: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestEtcdDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close() //nolint:errcheck // Test cleanup.
+	defer rc.Close()
 	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if r, err := rc.Get(gctx, "greeting"); err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "hello" {

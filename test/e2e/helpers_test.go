@@ -34,7 +34,7 @@ func putGet(ctx context.Context, cfg s3.Config, bucket string) error {
 	if err != nil {
 		return fmt.Errorf("get: %w", err)
 	}
-	defer out.Body.Close() //nolint:errcheck // Read-only.
+	defer out.Body.Close()
 	got, err := io.ReadAll(out.Body)
 	if err != nil {
 		return err

@@ -208,7 +208,7 @@ func (e *Env) startProvider(s *kruntime.Scheme, o Options) error {
 	// killed process would not; the provider Restart starts is a new one.
 	killed := &atomic.Bool{}
 	wrap := func(rt http.RoundTripper) http.RoundTripper {
-		var next http.RoundTripper = rt
+		var next = rt
 		if o.Crash != nil {
 			next = &crashing{next: rt, crash: o.Crash, killed: killed}
 		}

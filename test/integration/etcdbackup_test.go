@@ -157,7 +157,7 @@ func sha256Of(t *testing.T, c *s3.Client, bucket, key string) (string, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close() //nolint:errcheck // Read-only.
+	defer r.Close()
 	h := sha256.New()
 	n, err := io.Copy(h, r)
 	if err != nil {
@@ -526,7 +526,7 @@ func objectBytes(t *testing.T, direct *s3.Client, bucket, key string) []byte {
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
-	defer r.Close() //nolint:errcheck // Read whole already.
+	defer r.Close()
 	data, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatal(err)

@@ -319,7 +319,7 @@ func startByHand(t *testing.T, n int, version string) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close() //nolint:errcheck // Test cleanup.
+	defer c.Close()
 	harness.Eventually(t, time.Minute, "members started by hand answer", func() error {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
@@ -361,7 +361,7 @@ func TestEtcdClusterCreateUseDelete(t *testing.T) {
 		t.Errorf("get greeting = %q, want hello", got)
 	}
 	// Without a client certificate the cluster refuses the connection.
-	noCert := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // Only to show the server wants a certificate.
+	noCert := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
 	anon, err := clientv3.New(clientv3.Config{Endpoints: cr.Status.AtProvider.Endpoints, TLS: noCert, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err == nil {
 		ctx, cancel := context.WithTimeout(harness.Ctx(t), 3*time.Second)
@@ -858,7 +858,7 @@ func loseQuorum(t *testing.T, cr *v1alpha1.EtcdCluster) []memberProcess {
 // a new process. It is stopped when the test ends.
 func restartByHand(t *testing.T, p memberProcess) {
 	t.Helper()
-	cmd := exec.Command(p.argv[0], p.argv[1:]...) //nolint:gosec // The command line of a member this test killed.
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Dir, cmd.Env = p.dir, p.environ
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

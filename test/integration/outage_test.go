@@ -27,7 +27,7 @@ const outage = time.Minute
 // services.
 func openstackScript(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "cluster", "openstack.sh"), args...) //nolint:gosec // The test bed's script.
+	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "cluster", "openstack.sh"), args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("cluster/openstack.sh %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

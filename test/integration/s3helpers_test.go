@@ -45,7 +45,7 @@ func createVGWUser(t *testing.T, access string) string {
 	if err != nil {
 		t.Fatalf("cannot reach the versitygw admin API: %v", err)
 	}
-	defer rsp.Body.Close() //nolint:errcheck // Read-only.
+	defer rsp.Body.Close()
 	if rsp.StatusCode != http.StatusCreated {
 		b, _ := io.ReadAll(rsp.Body)
 		t.Fatalf("create-user %s: %d %s", access, rsp.StatusCode, b)

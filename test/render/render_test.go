@@ -110,7 +110,7 @@ func compositions(t *testing.T) map[string]string {
 				} `json:"compositeTypeRef"`
 			} `json:"spec"`
 		}
-		b, err := os.ReadFile(f) //nolint:gosec // The repository's own files.
+		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestCompositions(t *testing.T) {
 	for _, c := range cases {
 		dir := filepath.Join("testdata", c.Name())
 		t.Run(c.Name(), func(t *testing.T) {
-			xr, err := os.ReadFile(filepath.Join(dir, "xr.yaml")) //nolint:gosec // Test data.
+			xr, err := os.ReadFile(filepath.Join(dir, "xr.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +175,7 @@ func TestCompositions(t *testing.T) {
 				args = append(args, "--observed-resources="+filepath.Join(dir, "observed.yaml"))
 			}
 			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(cli, args...) //nolint:gosec // The CLI cluster/tools.sh built.
+			cmd := exec.Command(cli, args...)
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {
 				t.Fatalf("crossplane %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
@@ -186,7 +186,7 @@ func TestCompositions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			want, err := os.ReadFile(golden) //nolint:gosec // Test data.
+			want, err := os.ReadFile(golden)
 			if err != nil {
 				t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
 			}

@@ -16,7 +16,7 @@ const (
 	ConnectionEndpoint        = "endpoint"
 	ConnectionRegion          = "region"
 	ConnectionAWSAccessKeyID  = "AWS_ACCESS_KEY_ID"
-	ConnectionAWSSecretKey    = "AWS_SECRET_ACCESS_KEY"
+	ConnectionAWSSecretKey    = "AWS_SECRET_ACCESS_KEY" //nolint:gosec // The name of a key, not a credential.
 	ConnectionS3Endpoint      = "S3_ENDPOINT"
 	ConnectionAWSRegion       = "AWS_REGION"
 	// ConnectionBucketName is in a Bucket's connection Secret, with the AWS_* and S3_* keys.

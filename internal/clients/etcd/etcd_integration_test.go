@@ -137,7 +137,7 @@ func (tc *testCluster) start(m *proc, initial, state string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close() //nolint:errcheck // The child holds its own descriptor.
+	defer logf.Close()
 
 	m.cmd = exec.Command(tc.bin,
 		"--name="+m.name,
@@ -190,7 +190,7 @@ func fill(ctx context.Context, t *testing.T, cfg *tls.Config, endpoints []string
 	if err != nil {
 		t.Fatalf("clientv3.New: %v", err)
 	}
-	defer kv.Close() //nolint:errcheck // Test.
+	defer kv.Close()
 	start := time.Now()
 	value := strings.Repeat("x", size)
 	const batch = 100 // below etcd's --max-txn-ops (128)
@@ -311,7 +311,7 @@ func TestMembership(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	defer c.Close() //nolint:errcheck // Test.
+	defer c.Close()
 
 	// Members: the static cluster.
 	var clusterID uint64
@@ -601,7 +601,7 @@ func TestQuorumLost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	defer c.Close() //nolint:errcheck // Test.
+	defer c.Close()
 
 	eventually(t, 30*time.Second, "one leader agreed by all", func() error {
 		_, _, err := agreedLeader(ctx, c, eps...)

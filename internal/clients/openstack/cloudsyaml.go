@@ -16,7 +16,7 @@ import (
 const (
 	errParseCredentials = "cannot parse the credentials as a clouds.yaml entry"
 	errNoAuthURL        = "the clouds.yaml entry has no auth.auth_url"
-	errNoSecret         = "the clouds.yaml entry has neither a username and password nor an application credential id and secret"
+	errNoSecret         = "the clouds.yaml entry has neither a username and password nor an application credential id and secret" //nolint:gosec // A message, not a credential.
 	errCACert           = "cannot use cacert: it must be a PEM certificate bundle"
 	errCACertPath       = "cacert names a file, which only a ClusterProviderConfig may do; put the PEM bundle itself in the Secret"
 	errFmtNoCloud       = "the clouds.yaml has no cloud named %q (it has: %s)"
@@ -175,7 +175,7 @@ func (e cloudEntry) toCloud(o ParseOptions) (*Cloud, error) {
 func (e cloudEntry) tlsConfig(allowFiles bool) (*tls.Config, error) {
 	insecure := (e.Verify != nil && !*e.Verify) || (e.Insecure != nil && *e.Insecure)
 	if e.CACert == "" && !insecure {
-		return nil, nil
+		return nil, nil //nolint:nilnil // No TLS settings of its own: the client's defaults apply.
 	}
 	t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // The user asked for it in their clouds.yaml.
 	if e.CACert == "" {

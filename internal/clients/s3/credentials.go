@@ -16,7 +16,7 @@ import (
 
 const (
 	errFmtGetContract   = "cannot get the Contract named in %s"
-	errFmtNoSecretRef   = "Contract %s writes no connection Secret: set its spec.writeConnectionSecretToRef"
+	errFmtNoSecretRef   = "Contract %s writes no connection Secret: set its spec.writeConnectionSecretToRef" //nolint:gosec // A message, not a credential.
 	errGetSecret        = "cannot get the Secret holding the S3 credentials"
 	errFmtMissingKey    = "the Secret %s has no %s: %s"
 	errFmtNoSource      = "%s names neither a Contract nor a Secret with S3 credentials"
@@ -82,7 +82,7 @@ func ConfigFrom(ctx context.Context, kube client.Reader, src CredentialSource) (
 		}
 		secretName, hint = ref.Name, notYetPublishedHint
 	case src.SecretName != nil:
-		secretName, hint = *src.SecretName, "add it to the Secret"
+		secretName, hint = *src.SecretName, "add it to the Secret" //nolint:gosec // A hint, not a credential.
 	default:
 		return Config{}, errors.Errorf(errFmtNoSource, src.Field)
 	}

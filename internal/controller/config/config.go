@@ -31,8 +31,7 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 		{v1alpha1.ClusterProviderConfigKind, &v1alpha1.ClusterProviderConfig{}},
 	} {
 		name := providerconfig.ControllerName(k.kind)
-		//lint:ignore SA1019 crossplane-runtime's recorder takes the core/v1 event recorder.
-		rec := xpevent.NewAPIRecorder(mgr.GetEventRecorderFor(name))
+		rec := xpevent.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes the core/v1 event recorder.
 		r := providerconfig.NewReconciler(mgr, resource.ProviderConfigKinds{
 			Config:    v1alpha1.SchemeGroupVersion.WithKind(k.kind),
 			Usage:     v1alpha1.ProviderConfigUsageGroupVersionKind,

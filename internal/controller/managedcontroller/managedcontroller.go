@@ -91,8 +91,7 @@ func (k Kind) Name() string {
 // Recorder returns the event recorder of the kind's controller, for external clients that
 // report what they changed.
 func Recorder(mgr ctrl.Manager, k Kind) event.Recorder {
-	//lint:ignore SA1019 crossplane-runtime's recorder takes the core/v1 event recorder.
-	return event.NewAPIRecorder(mgr.GetEventRecorderFor(k.Name()))
+	return event.NewAPIRecorder(mgr.GetEventRecorderFor(k.Name())) //nolint:staticcheck // crossplane-runtime's recorder takes the core/v1 event recorder.
 }
 
 // PollHook is the poll interval hook of every controller: the poll interval with jitter, so

@@ -11,7 +11,10 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
 
-const errResolveReferences = "cannot resolve references"
+const (
+	errResolveReferences = "cannot resolve references"
+	errCopyNotReferencer = "the resource's copy does not resolve references"
+)
 
 // referencer is a managed resource that resolves its own references (apis/.../references.go).
 type referencer interface {
@@ -44,7 +47,10 @@ func (r *ReferenceResolver) ResolveReferences(ctx context.Context, mg resource.M
 		return nil
 	}
 	// A generated DeepCopyObject returns the object's own type.
-	resolved := mg.DeepCopyObject().(referencer)
+	resolved, ok := mg.DeepCopyObject().(referencer)
+	if !ok {
+		return errors.New(errCopyNotReferencer)
+	}
 	if err := resolved.ResolveReferences(ctx, r.reader); err != nil {
 		return errors.Wrap(err, errResolveReferences)
 	}

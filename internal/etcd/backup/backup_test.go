@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestChecked(t *testing.T) {
 				t.Errorf("ReadAll: %v, want an error with %q", err, tc.wantErr)
 			}
 			// The error sticks: an upload that reads again never sees a clean end.
-			if _, again := c.Read(make([]byte, 1)); again == nil || again == io.EOF {
+			if _, again := c.Read(make([]byte, 1)); again == nil || errors.Is(again, io.EOF) {
 				t.Errorf("Read after the error: %v, want the error again", again)
 			}
 		})

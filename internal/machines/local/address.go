@@ -123,7 +123,7 @@ func pickAddress(r AddressRange, used map[netip.Addr]bool, free func(netip.Addr)
 // fail to start much later, with a less obvious error.
 func portsFree(addr netip.Addr) bool {
 	for _, p := range []uint16{ClientPort, PeerPort} {
-		l, err := net.Listen("tcp", netip.AddrPortFrom(addr, p).String())
+		l, err := net.Listen("tcp", netip.AddrPortFrom(addr, p).String()) //nolint:noctx // Bound and closed at once.
 		if err != nil {
 			return false
 		}
@@ -138,7 +138,7 @@ func portsFree(addr netip.Addr) bool {
 // it is held do not inherit the lock.
 func (b *Backend) lockAllocation(ctx context.Context) (func(), error) {
 	b.allocMu.Lock()
-	f, err := os.OpenFile(filepath.Join(b.dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // The backend's own lock file.
+	f, err := os.OpenFile(filepath.Join(b.dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		b.allocMu.Unlock()
 		return nil, errors.Wrap(err, errLock)
@@ -159,7 +159,7 @@ func (b *Backend) lockAllocation(ctx context.Context) (func(), error) {
 // context could not interrupt the wait.
 func flock(ctx context.Context, f *os.File) error {
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) //nolint:gosec // A file descriptor fits an int.
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			return nil
 		}

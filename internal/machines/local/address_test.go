@@ -108,7 +108,7 @@ func TestPortsFree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close() //nolint:errcheck // Test cleanup.
+	defer l.Close()
 	if portsFree(addr) {
 		t.Errorf("portsFree(%s) = true while something listens on its peer port", addr)
 	}
@@ -120,7 +120,7 @@ func TestAllocateSkipsBusyAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close() //nolint:errcheck // Test cleanup.
+	defer l.Close()
 	b, err := New(Options{Dir: t.TempDir(), BinariesDir: t.TempDir(), AddressRange: testRange(5, 200, 201)})
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func newFakeBackend(t *testing.T, dir string) *Backend {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bin, "etcd"), []byte(fakeEtcd), 0o755); err != nil { //nolint:gosec // An executable.
+	if err := os.WriteFile(filepath.Join(bin, "etcd"), []byte(fakeEtcd), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	b := newUnitBackend(t, Options{Dir: dir, BinariesDir: filepath.Dir(bin), AddressRange: testRange(5, 100, 120)})

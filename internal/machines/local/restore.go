@@ -194,7 +194,7 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 	if n > 0 {
 		w.stall.Reset(w.after)
 	}
-	if err != nil && err != io.EOF { //nolint:errorlint // io.EOF is returned unwrapped, by contract.
+	if err != nil && err != io.EOF {
 		w.err = err
 	}
 	return n, err

@@ -120,7 +120,7 @@ func TestDownload(t *testing.T) {
 				if err != nil {
 					t.Fatalf("download(...): %v", err)
 				}
-				got, err := os.ReadFile(path) //nolint:gosec // The test's own file.
+				got, err := os.ReadFile(path)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -133,7 +133,8 @@ func launch(dir string, r *record) (<-chan struct{}, error) {
 	// The child has its own descriptor once started; the provider needs none.
 	defer log.Close() //nolint:errcheck // Nothing was written through this descriptor.
 
-	cmd := exec.Command(r.Command[0], r.Command[1:]...) //nolint:gosec // The etcd binary of BinariesDir, with flags built here.
+	// Not CommandContext: the member outlives the reconcile that starts it.
+	cmd := exec.Command(r.Command[0], r.Command[1:]...) //nolint:gosec,noctx // The etcd binary of BinariesDir, with flags built here.
 	cmd.Dir = dir
 	cmd.Env = memberEnv(os.Environ())
 	cmd.Stdout, cmd.Stderr = log, log

@@ -28,7 +28,7 @@ func schema(t *testing.T, userData []byte) (string, error) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	cmd := exec.Command(bin, "schema", "--config-file", f) //nolint:gosec // The test bed's cloud-init.
+	cmd := exec.Command(bin, "schema", "--config-file", f)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err

@@ -141,11 +141,11 @@ func BenchmarkBackupRestore(b *testing.B) {
 		// Floor: etcdctl snapshot save, then the file uploaded.
 		backupFloor := func() {
 			file := filepath.Join(dir, "floor.db")
-			defer os.Remove(file) //nolint:errcheck // The benchmark's own file.
+			defer os.Remove(file)
 			settle()
 			t0 := time.Now()
 			run(b, filepath.Join(ctlDir, "etcdctl"), "snapshot", "save", file, "--endpoints="+endpoint, "--cacert="+certs[0], "--cert="+certs[1], "--key="+certs[2])
-			f, err := os.Open(file) //nolint:gosec // The benchmark's own file.
+			f, err := os.Open(file)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -192,14 +192,14 @@ func BenchmarkBackupRestore(b *testing.B) {
 		// Restore floor: the object downloaded, then etcdutl snapshot restore.
 		restoreFloor := func() {
 			snapshot := filepath.Join(dir, "restore.db")
-			defer os.Remove(snapshot) //nolint:errcheck // The benchmark's own file.
+			defer os.Remove(snapshot)
 			settle()
 			t2 := time.Now()
 			body, _, err := objs.GetObject(ctx, bucket, res.taken.Key)
 			if err != nil {
 				b.Fatal(err)
 			}
-			out, err := os.Create(snapshot) //nolint:gosec // The benchmark's own file.
+			out, err := os.Create(snapshot)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -270,7 +270,7 @@ func BenchmarkBackupRestore(b *testing.B) {
 func startAndAnswer(b *testing.B, ctx context.Context, bin, data, peer, client string) time.Duration {
 	b.Helper()
 	t0 := time.Now()
-	cmd := exec.Command(bin, "--name=r", "--data-dir="+data, "--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, //nolint:gosec // etcd of the test bed.
+	cmd := exec.Command(bin, "--name=r", "--data-dir="+data, "--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
 		"--listen-client-urls="+client, "--advertise-client-urls="+client, "--initial-cluster=r="+peer)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -280,7 +280,7 @@ func startAndAnswer(b *testing.B, ctx context.Context, bin, data, peer, client s
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close() //nolint:errcheck // Benchmark.
+	defer c.Close()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		_, err := c.Get(rctx, "/fill/000000")
@@ -306,7 +306,7 @@ func fill(b *testing.B, ctx context.Context, endpoint string, a *authority.Autho
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close() //nolint:errcheck // Benchmark.
+	defer c.Close()
 	value := strings.Repeat("v", 1<<20-64)
 	for i := range mib {
 		// Distinct values, so that nothing compresses away.
@@ -338,7 +338,7 @@ func mustBinary(b *testing.B, dir, name string) string {
 
 func run(b *testing.B, bin string, args ...string) {
 	b.Helper()
-	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil { //nolint:gosec // etcd's own tools, from the test bed.
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		b.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)
 	}
 }

@@ -130,7 +130,7 @@ func (s *simulated) Start(_ context.Context, _, name string, cfg machines.Member
 		s.members[j].Name, s.members[j].ClientURLs = name, []string{m.ClientURL}
 	case cfg.InitialClusterState == "new":
 		// IDs in the order of the machines (whatever order they start in): the first leads.
-		s.members = append(s.members, etcdclient.Member{ID: uint64(i + 1), Name: name, PeerURLs: []string{m.PeerURL}, ClientURLs: []string{m.ClientURL}}) //nolint:gosec // Small.
+		s.members = append(s.members, etcdclient.Member{ID: uint64(i + 1), Name: name, PeerURLs: []string{m.PeerURL}, ClientURLs: []string{m.ClientURL}})
 	}
 	return *m, nil
 }

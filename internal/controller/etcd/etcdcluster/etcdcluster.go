@@ -217,7 +217,7 @@ func (c *connector) configuredMachines(ctx context.Context, cr *v1alpha1.EtcdClu
 		return nil, errors.Wrap(err, errConfigMachines)
 	}
 	if s.EtcdMachines == nil {
-		return nil, nil
+		return nil, nil //nolint:nilnil // A ProviderConfig without machines settings is not an error.
 	}
 	return &v1alpha1.Machines{Type: v1alpha1.MachinesOpenStack, OpenStack: s.EtcdMachines.OpenStack.DeepCopy()}, nil
 }

@@ -259,7 +259,7 @@ func (e *external) findCreatedFor(ctx context.Context, cr *v1alpha1.SecurityGrou
 	}
 	switch len(found) {
 	case 0:
-		return nil, nil
+		return nil, nil //nolint:nilnil // Not found is an answer, not an error.
 	case 1:
 		return &found[0], nil
 	default:

@@ -64,8 +64,8 @@ func Setup(mgr ctrl.Manager, o managedcontroller.Options) error {
 	// attachments of those servers at once, not at their next poll.
 	drift := managedcontroller.NewDrift()
 	var (
-		watches               = []managedcontroller.Watch{drift.Watch()}
-		nodes   client.Reader = mgr.GetAPIReader()
+		watches = []managedcontroller.Watch{drift.Watch()}
+		nodes   = mgr.GetAPIReader()
 	)
 	if canWatchNodes(context.Background(), mgr.GetConfig()) {
 		watches = append(watches, managedcontroller.Watch{Object: &corev1.Node{}, Handler: enqueueForNode(mgr.GetClient())})
