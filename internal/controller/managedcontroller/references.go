@@ -7,13 +7,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
 
 const (
 	errResolveReferences = "cannot resolve references"
 	errCopyNotReferencer = "the resource's copy does not resolve references"
+	errRecordReferences  = "cannot record the resolved references"
 )
 
 // referencer is a managed resource that resolves its own references (apis/.../references.go).
@@ -21,23 +21,35 @@ type referencer interface {
 	ResolveReferences(ctx context.Context, c client.Reader) error
 }
 
-// ReferenceResolver resolves a managed resource's references as crossplane-runtime's
-// APISimpleReferenceResolver does, and calls that resolver when resolution changes the
-// resource. What it saves is the price of a reconcile whose references are already resolved:
-// every steady poll. crossplane-runtime's resolver compares the resource before and after with
-// go-cmp, which at scale was a quarter of everything the provider allocated; here a deep copy
-// is resolved and compared by reflection (apimachinery's semantic equality), and the resource
-// itself is left alone when they match, or when resolution fails.
+// fieldOwnerReferenceResolver owns the fields reference resolution writes.
+const fieldOwnerReferenceResolver = "stackservices.io/reference-resolver"
+
+// ReferenceResolver resolves a managed resource's references and records on the API server
+// what resolution changed.
+//
+// It is crossplane-runtime's APISimpleReferenceResolver with two differences:
+//   - The resource is left alone when resolution changes nothing, and when it fails. That
+//     is every steady poll. Here a deep copy is resolved and compared by reflection
+//     (apimachinery's semantic equality). crossplane-runtime compares with go-cmp, which at
+//     scale was a quarter of everything the provider allocated.
+//   - A change is recorded with a JSON merge patch of the changed fields, locked to the
+//     resourceVersion it was computed from. crossplane-runtime records it with a
+//     server-side apply of the changed fields alone. An apply drops every field its
+//     manager applied before and leaves out now, so a reference with policy Always broke
+//     when its target's external name changed: the apply carried the new ID, and the
+//     reference went. The next apply restored the reference without the unchanged ID, and
+//     the ID went. A composed SecurityGroupAttachment flipped more than a thousand times in 17 s after its
+//     group was made again. A merge patch removes only what resolution set to nothing, and
+//     the lock keeps a patch computed from a stale copy from overwriting a newer spec (the
+//     reconcile is requeued).
 type ReferenceResolver struct {
-	reader  client.Reader
-	patcher managed.ReferenceResolver
+	client client.Client
 }
 
-// NewReferenceResolver returns a ReferenceResolver that reads referenced resources with c and
-// records resolved references on the resource with crossplane-runtime's resolver (a server-side
-// apply owned by its field manager, as before).
+// NewReferenceResolver returns a ReferenceResolver that reads referenced resources and
+// records resolved references with c.
 func NewReferenceResolver(c client.Client) *ReferenceResolver {
-	return &ReferenceResolver{reader: c, patcher: managed.NewAPISimpleReferenceResolver(c)}
+	return &ReferenceResolver{client: c}
 }
 
 // ResolveReferences of mg, if it has any.
@@ -51,14 +63,22 @@ func (r *ReferenceResolver) ResolveReferences(ctx context.Context, mg resource.M
 	if !ok {
 		return errors.New(errCopyNotReferencer)
 	}
-	if err := resolved.ResolveReferences(ctx, r.reader); err != nil {
+	if err := resolved.ResolveReferences(ctx, r.client); err != nil {
 		return errors.Wrap(err, errResolveReferences)
 	}
 	if equality.Semantic.DeepEqual(resolved, mg) {
 		return nil
 	}
 	// Something resolved anew (a first reconcile, a reference with policy Always whose
-	// target changed): resolve again on the resource and record it. The second resolution
-	// reads the same cache; what it finds is what is recorded.
-	return r.patcher.ResolveReferences(ctx, mg)
+	// target changed): resolve again on the resource and record the difference. The second
+	// resolution reads the same cache, so it finds what the first did.
+	original, ok := mg.DeepCopyObject().(client.Object)
+	if !ok {
+		return errors.New(errCopyNotReferencer)
+	}
+	if err := mg.(referencer).ResolveReferences(ctx, r.client); err != nil { //nolint:forcetypeassert // Checked above.
+		return errors.Wrap(err, errResolveReferences)
+	}
+	patch := client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})
+	return errors.Wrap(r.client.Patch(ctx, mg, patch, client.FieldOwner(fieldOwnerReferenceResolver)), errRecordReferences)
 }

@@ -25,19 +25,33 @@ import (
 )
 
 // TestReferenceResolverRecordsOnlyChanges: a resource whose references are resolved is left
-// alone (no read, no write); one that resolves anew is patched once with what it found; a
-// reference that does not resolve is an error and nothing is written.
+// alone (no write, and no read unless a policy asks for one); one that resolves anew is
+// patched once with what changed, and only that; a reference that does not resolve is an
+// error and nothing is written.
 func TestReferenceResolverRecordsOnlyChanges(t *testing.T) {
 	bucket := func(name *string, ref *xpv2.Reference) *storagev1alpha1.Bucket {
-		b := &storagev1alpha1.Bucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "data"}}
+		b := &storagev1alpha1.Bucket{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "data", ResourceVersion: "7"}}
 		b.SetGroupVersionKind(storagev1alpha1.BucketGroupVersionKind) // as the cache returns it
 		b.Spec.ForProvider.ContractName, b.Spec.ForProvider.ContractRef = name, ref
 		return b
 	}
 	contract := &storagev1alpha1.Contract{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "keys"}}
 	contract.SetConditions(xpv2.Available())
+	// A group made again (deleted by hand, then by its controller): a new external name.
+	group := &networkv1alpha1.SecurityGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}}
+	meta.SetExternalName(group, "new-id")
+	group.SetConditions(xpv2.Available())
+	attachment := func(id string) *networkv1alpha1.SecurityGroupAttachment {
+		a := &networkv1alpha1.SecurityGroupAttachment{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web-nodes", ResourceVersion: "7"}}
+		a.Spec.ForProvider.SecurityGroupID = ptr.To(id)
+		a.Spec.ForProvider.SecurityGroupRef = &xpv2.Reference{Name: "web"}
+		// As the NodeFirewall composition asks: selected again at every reconcile.
+		a.Spec.ForProvider.SecurityGroupSelector = &xpv2.Selector{Policy: &xpv2.Policy{Resolve: ptr.To(xpv2.ResolvePolicyAlways)}}
+		return a
+	}
 
 	always := &xpv2.Reference{Name: "keys", Policy: &xpv2.Policy{Resolve: ptr.To(xpv2.ResolvePolicyAlways)}}
+	const recorded = "application/merge-patch+json %s owner stackservices.io/reference-resolver force false"
 	cases := map[string]struct {
 		mg          resource.Managed
 		getErr      error
@@ -62,20 +76,29 @@ func TestReferenceResolverRecordsOnlyChanges(t *testing.T) {
 			wantGets: 1,
 		},
 		"ResolvedAnew": {
-			// Recorded by a server-side apply of the resolved field alone, owned by the field
-			// manager crossplane-runtime's resolver has always used.
+			// Recorded by a merge patch of the resolved field alone, locked to the version
+			// it was computed from.
 			mg:          bucket(nil, &xpv2.Reference{Name: "keys"}),
 			want:        bucket(ptr.To("keys"), &xpv2.Reference{Name: "keys"}),
 			wantGets:    2,
-			wantPatches: []string{`application/apply-patch+yaml {"apiVersion":"objectstorage.m.stackservices.io/v1alpha1","kind":"Bucket","spec":{"forProvider":{"contractName":"keys"}}} owner managed.crossplane.io/api-simple-reference-resolver force true`},
+			wantPatches: []string{fmt.Sprintf(recorded, `{"metadata":{"resourceVersion":"7"},"spec":{"forProvider":{"contractName":"keys"}}}`)},
+		},
+		"TargetMadeAgain": {
+			// The ID changes under an unchanged reference: the patch names the ID alone and
+			// leaves the reference be. (crossplane-runtime's apply of the changed field
+			// alone dropped the reference, then the ID, one after the other, for ever.)
+			mg:          attachment("old-id"),
+			want:        attachment("new-id"),
+			wantGets:    2,
+			wantPatches: []string{fmt.Sprintf(recorded, `{"metadata":{"resourceVersion":"7"},"spec":{"forProvider":{"securityGroupID":"new-id"}}}`)},
 		},
 		"RecordingFails": {
 			mg:          bucket(nil, &xpv2.Reference{Name: "keys"}),
 			patchErr:    errors.New("the API server is away"),
 			want:        bucket(ptr.To("keys"), &xpv2.Reference{Name: "keys"}),
-			wantErr:     "cannot patch the managed resource via server-side apply: the API server is away",
+			wantErr:     errRecordReferences + ": the API server is away",
 			wantGets:    2,
-			wantPatches: []string{`application/apply-patch+yaml {"apiVersion":"objectstorage.m.stackservices.io/v1alpha1","kind":"Bucket","spec":{"forProvider":{"contractName":"keys"}}} owner managed.crossplane.io/api-simple-reference-resolver force true`},
+			wantPatches: []string{fmt.Sprintf(recorded, `{"metadata":{"resourceVersion":"7"},"spec":{"forProvider":{"contractName":"keys"}}}`)},
 		},
 		"ReferenceMissing": {
 			mg:       bucket(nil, &xpv2.Reference{Name: "keys"}),
@@ -94,10 +117,30 @@ func TestReferenceResolverRecordsOnlyChanges(t *testing.T) {
 					if tc.getErr != nil {
 						return tc.getErr
 					}
-					if key != client.ObjectKeyFromObject(contract) {
-						t.Errorf("Get(%s): the resolver read another object than the referenced one", key)
+					switch o := obj.(type) {
+					case *storagev1alpha1.Contract:
+						if key != client.ObjectKeyFromObject(contract) {
+							t.Errorf("Get(%s): the resolver read another object than the referenced one", key)
+						}
+						contract.DeepCopyInto(o)
+					case *networkv1alpha1.SecurityGroup:
+						if key != client.ObjectKeyFromObject(group) {
+							t.Errorf("Get(%s): the resolver read another object than the referenced one", key)
+						}
+						group.DeepCopyInto(o)
+					default:
+						t.Errorf("Get(%T): the resolver read a kind no reference names", obj)
 					}
-					contract.DeepCopyInto(obj.(*storagev1alpha1.Contract))
+					return nil
+				},
+				MockList: func(_ context.Context, l client.ObjectList, _ ...client.ListOption) error {
+					gets++
+					sgs, ok := l.(*networkv1alpha1.SecurityGroupList)
+					if !ok {
+						t.Errorf("List(%T): the resolver listed a kind no selector names", l)
+						return nil
+					}
+					sgs.Items = []networkv1alpha1.SecurityGroup{*group.DeepCopy()}
 					return nil
 				},
 				MockPatch: func(_ context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
