@@ -821,10 +821,14 @@ no_composed() { ! composed "$@"; }
 cmd_smoke() {
 	local dir=${REPO_ROOT}/cluster/e2e/smoke ns=e2e-smoke repo=stackservices/configuration-e2e-smoke
 	require_up
-	local k
+	local k kind name
 	for k in function:${FUNCTION_PAT_NAME} provider:${PROVIDER_NAME}; do
-		healthy_and_installed "${k%%:*}" "${k#*:}" ||
-			die "${k%%:*} ${k#*:} is not Healthy: run install-function and install-provider first"
+		kind=${k%%:*} name=${k#*:}
+		kubectl_ get "$(pkgres "${kind}")" "${name}" >/dev/null 2>&1 ||
+			die "${kind} ${name} is not installed: run install-function and install-provider first"
+		# Core re-evaluates a package's health as its runtime changes: a Provider reported
+		# Healthy a moment ago was once read not Healthy here, the next second, in CI.
+		WAIT_TIMEOUT=60 wait_for "${kind^} ${name} Healthy and Installed" healthy_and_installed "${kind}" "${name}"
 	done
 	# The package: the meta with our upstream names, and the XRDs and Compositions.
 	local root=${STATE}/smoke/root xpkg=${STATE}/smoke/configuration-e2e-smoke-v0.0.1.xpkg
