@@ -13,6 +13,7 @@ import (
 const (
 	errResolveReferences = "cannot resolve references"
 	errCopyNotReferencer = "the resource's copy does not resolve references"
+	errCopyNotObject     = "the resource's copy is not a Kubernetes object"
 	errRecordReferences  = "cannot record the resolved references"
 )
 
@@ -38,10 +39,10 @@ const fieldOwnerReferenceResolver = "stackservices.io/reference-resolver"
 //     manager applied before and leaves out now, so a reference with policy Always broke
 //     when its target's external name changed: the apply carried the new ID, and the
 //     reference went. The next apply restored the reference without the unchanged ID, and
-//     the ID went. A composed SecurityGroupAttachment flipped more than a thousand times in 17 s after its
-//     group was made again. A merge patch removes only what resolution set to nothing, and
-//     the lock keeps a patch computed from a stale copy from overwriting a newer spec (the
-//     reconcile is requeued).
+//     the ID went. A composed SecurityGroupAttachment flipped more than a thousand times in
+//     17 s after its group was made again. A merge patch removes only what resolution set
+//     to nothing, and the lock keeps a patch computed from a stale copy from overwriting a
+//     newer spec (the reconcile is requeued).
 type ReferenceResolver struct {
 	client client.Client
 }
@@ -54,7 +55,8 @@ func NewReferenceResolver(c client.Client) *ReferenceResolver {
 
 // ResolveReferences of mg, if it has any.
 func (r *ReferenceResolver) ResolveReferences(ctx context.Context, mg resource.Managed) error {
-	if _, ok := mg.(referencer); !ok {
+	rr, ok := mg.(referencer)
+	if !ok {
 		// Checked before the copy: a kind without references pays nothing.
 		return nil
 	}
@@ -74,9 +76,9 @@ func (r *ReferenceResolver) ResolveReferences(ctx context.Context, mg resource.M
 	// resolution reads the same cache, so it finds what the first did.
 	original, ok := mg.DeepCopyObject().(client.Object)
 	if !ok {
-		return errors.New(errCopyNotReferencer)
+		return errors.New(errCopyNotObject)
 	}
-	if err := mg.(referencer).ResolveReferences(ctx, r.client); err != nil { //nolint:forcetypeassert // Checked above.
+	if err := rr.ResolveReferences(ctx, r.client); err != nil {
 		return errors.Wrap(err, errResolveReferences)
 	}
 	patch := client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})
